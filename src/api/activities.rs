@@ -1,0 +1,83 @@
+//! The `activities` resource: the audit log, read-only. Users see their own entries;
+//! admins see everyone's with `adminMode` (optionally narrowed by `userId`).
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ActionRequest, Ctx, Reply, page};
+use crate::db::{self, activities::Filter};
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ListActivities {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    #[serde(default)]
+    admin_mode: bool,
+    user_id: Option<String>,
+    #[serde(default)]
+    filters: Filters,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Filters {
+    resource: Option<String>,
+    action: Option<String>,
+    /// `7d`, `30d`, `90d` or `all`, as on leads.
+    date_range: Option<String>,
+    /// RFC 3339 bounds, inclusive.
+    from: Option<String>,
+    to: Option<String>,
+}
+
+pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    match req.action.as_str() {
+        "all" | "list" => {
+            let q: ListActivities = req.data()?;
+            let admin_mode = ctx.principal.admin_option("adminMode", q.admin_mode)?;
+            ctx.principal.admin_option("userId", q.user_id.is_some())?;
+            let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
+            let user_id = match (admin_mode, q.user_id) {
+                (_, Some(u)) => Some(super::parse_uuid(&u, "data.userId")?),
+                (true, None) => None,
+                (false, None) => Some(ctx.user_id().to_string()),
+            };
+            let mut from = parse_bound(q.filters.from.as_deref(), "data.filters.from")?;
+            if let Some(days) = date_range_days(q.filters.date_range.as_deref())? {
+                from = Some(db::fmt_time(chrono::Utc::now() - chrono::Duration::days(days)));
+            }
+            let filter = Filter {
+                user_id,
+                resource: q.filters.resource,
+                action: q.filters.action,
+                from,
+                to: parse_bound(q.filters.to.as_deref(), "data.filters.to")?,
+            };
+            let (rows, total) = ctx.db().read(move |c| Ok(db::activities::list(c, &filter, limit, offset)?)).await?;
+            Ok(Reply::ok(json!({"activities": rows, "count": total, "limit": limit, "offset": offset})))
+        }
+        other => Err(ApiError::invalid_action(req.resource, other)),
+    }
+}
+
+/// `7d`/`30d`/`90d` → days back; `all` or absent → no bound.
+pub fn date_range_days(v: Option<&str>) -> ApiResult<Option<i64>> {
+    match v {
+        None | Some("all") => Ok(None),
+        Some("7d") => Ok(Some(7)),
+        Some("30d") => Ok(Some(30)),
+        Some("90d") => Ok(Some(90)),
+        Some(other) => Err(ApiError::validation(format!("dateRange must be one of 7d, 30d, 90d, all (got '{other}')"))),
+    }
+}
+
+fn parse_bound(v: Option<&str>, field: &str) -> ApiResult<Option<String>> {
+    v.map(|s| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .map(|t| db::fmt_time(t.with_timezone(&chrono::Utc)))
+            .map_err(|_| ApiError::validation(format!("{field} must be an RFC 3339 timestamp")))
+    })
+    .transpose()
+}

@@ -1,0 +1,239 @@
+//! Resources and their actions. `dispatch` maps a decoded envelope to one resource's
+//! `handle`, enforces the consumer read-only rule, and writes the audit row for every
+//! mutating action, so a new resource gets both without remembering to.
+
+pub mod activities;
+pub mod api_keys;
+pub mod profiles;
+
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::app::AppState;
+use crate::auth::Principal;
+use crate::db::{self, Db};
+use crate::error::{ApiError, ApiResult};
+
+/// Every resource name the envelope accepts (`documents` is an alias of `knowledge-base`).
+pub const RESOURCES: &[&str] = &[
+    "genies",
+    "genie-groups",
+    "conversations",
+    "knowledge-base",
+    "document-folders",
+    "voices",
+    "voice-collections",
+    "leads",
+    "lead-notes",
+    "marketplace",
+    "profiles",
+    "teams",
+    "activities",
+    "api-keys",
+    "worker-genies",
+    "qr-code",
+];
+
+/// The canonical name of a resource, or `None` when it is unknown.
+pub fn canonical_resource(name: &str) -> Option<&'static str> {
+    if name == "documents" {
+        return Some("knowledge-base");
+    }
+    RESOURCES.iter().copied().find(|r| *r == name)
+}
+
+/// Actions that only read. Everything else is a mutation: audited, and refused to consumers.
+const READ_ACTIONS: &[&str] = &[
+    "get", "all", "list", "stats", "getLogs", "runs", "list-credentials", "search", "deliveries",
+    "unread-count", "usage", "favorites", "members", "count",
+];
+
+pub fn is_read_action(action: &str) -> bool {
+    READ_ACTIONS.contains(&action)
+}
+
+/// The action a `GET /v1/{resource}` runs: `list` where the resource has it, else `all`.
+pub fn default_list_action(resource: &str) -> &'static str {
+    match resource {
+        "genies" | "leads" | "activities" | "worker-genies" | "api-keys" => "list",
+        _ => "all",
+    }
+}
+
+/// One authenticated request, as every handler sees it.
+pub struct Ctx {
+    pub app: AppState,
+    pub principal: Principal,
+    pub ip: Option<String>,
+}
+
+impl Ctx {
+    pub fn db(&self) -> &Db {
+        &self.app.db
+    }
+    pub fn user_id(&self) -> &str {
+        &self.principal.user_id
+    }
+}
+
+/// A decoded envelope: `data` is always an object (empty when the client sent none).
+#[derive(Debug, Clone)]
+pub struct ActionRequest {
+    pub resource: &'static str,
+    pub action: String,
+    pub id: Option<Value>,
+    pub data: Value,
+}
+
+impl ActionRequest {
+    /// Decodes `data` into the action's typed request; a mismatch becomes a
+    /// `VALIDATION_ERROR` naming the member, e.g. `data.temperature: invalid type ...`.
+    pub fn data<T: DeserializeOwned>(&self) -> ApiResult<T> {
+        parse_value(&self.data, "data")
+    }
+
+    /// The `id` as text (numbers are accepted and rendered), or a validation error.
+    pub fn id_str(&self) -> ApiResult<String> {
+        match &self.id {
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            Some(Value::Number(n)) => Ok(n.to_string()),
+            None | Some(Value::Null) => Err(ApiError::validation(format!("id is required for action '{}'", self.action))),
+            Some(_) => Err(ApiError::validation("id must be a string or a number")),
+        }
+    }
+
+    /// The `id` as a UUID in canonical lower-case form.
+    pub fn uuid(&self) -> ApiResult<String> {
+        parse_uuid(&self.id_str()?, "id")
+    }
+
+    /// The `id` as an integer (leads).
+    pub fn int_id(&self) -> ApiResult<i64> {
+        let s = self.id_str()?;
+        s.parse::<i64>().map_err(|_| ApiError::validation("id must be an integer"))
+    }
+}
+
+/// Decodes any JSON value into `T`, naming the failing member under `root`.
+pub fn parse_value<T: DeserializeOwned>(v: &Value, root: &str) -> ApiResult<T> {
+    serde_path_to_error::deserialize(v.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." { root.to_string() } else { format!("{root}.{path}") };
+        ApiError::validation(format!("{at}: {}", e.inner()))
+    })
+}
+
+pub fn parse_uuid(s: &str, field: &str) -> ApiResult<String> {
+    uuid::Uuid::parse_str(s.trim())
+        .map(|u| u.to_string())
+        .map_err(|_| ApiError::validation(format!("{field} must be a UUID")))
+}
+
+/// Validates `limit`/`offset`: `limit` in 1..=max (default `default`), `offset` ≥ 0.
+pub fn page(limit: Option<i64>, offset: Option<i64>, default: i64, max: i64) -> ApiResult<(i64, i64)> {
+    let limit = limit.unwrap_or(default);
+    if !(1..=max).contains(&limit) {
+        return Err(ApiError::validation(format!("limit must be between 1 and {max}")));
+    }
+    let offset = offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ApiError::validation("offset must be 0 or more"));
+    }
+    Ok((limit, offset))
+}
+
+/// A successful action: HTTP status and the envelope's `data`. `record_id` and `summary`
+/// feed the audit row when the handler knows better than the defaults.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub data: Value,
+    pub record_id: Option<String>,
+    pub summary: Option<String>,
+}
+
+impl Reply {
+    pub fn ok(data: Value) -> Reply {
+        Reply { status: StatusCode::OK, data, record_id: None, summary: None }
+    }
+    pub fn created(data: Value) -> Reply {
+        Reply { status: StatusCode::CREATED, ..Reply::ok(data) }
+    }
+    pub fn accepted(data: Value) -> Reply {
+        Reply { status: StatusCode::ACCEPTED, ..Reply::ok(data) }
+    }
+    pub fn deleted(id: &str) -> Reply {
+        Reply::ok(json!({"id": id, "deleted": true})).record(id)
+    }
+    pub fn record(mut self, id: impl Into<String>) -> Reply {
+        self.record_id = Some(id.into());
+        self
+    }
+    pub fn summary(mut self, s: impl Into<String>) -> Reply {
+        self.summary = Some(s.into());
+        self
+    }
+}
+
+pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
+    let mutating = !is_read_action(&req.action);
+    // Consumers are read-only, except for their own profile.
+    if mutating && !ctx.principal.can_write() && !(req.resource == "profiles" && req.action == "update") {
+        return Err(ApiError::forbidden("consumers have read-only access"));
+    }
+    let reply = match req.resource {
+        "api-keys" => api_keys::handle(ctx, &req).await?,
+        "profiles" => profiles::handle(ctx, &req).await?,
+        "activities" => activities::handle(ctx, &req).await?,
+        other => return Err(ApiError::invalid_action(other, &req.action)),
+    };
+    if mutating {
+        audit(ctx, &req, &reply).await;
+    }
+    Ok(reply)
+}
+
+/// The shared audit helper: one activity row per successful mutating action.
+async fn audit(ctx: &Ctx, req: &ActionRequest, reply: &Reply) {
+    let record_id = reply
+        .record_id
+        .clone()
+        .or_else(|| req.id_str().ok())
+        .or_else(|| find_record_id(&reply.data));
+    let summary = reply.summary.clone().unwrap_or_else(|| format!("{} {}", req.action, req.resource));
+    let (user, resource, action, ip) = (ctx.user_id().to_string(), req.resource, req.action.clone(), ctx.ip.clone());
+    let res = ctx
+        .db()
+        .write(move |c| {
+            Ok(db::activities::insert(
+                c,
+                &db::activities::NewActivity {
+                    user_id: &user,
+                    resource,
+                    action: &action,
+                    record_id: record_id.as_deref(),
+                    summary: &summary,
+                    ip: ip.as_deref(),
+                },
+            )?)
+        })
+        .await;
+    if let Err(e) = res {
+        tracing::error!(error = %e, "could not write the activity row");
+    }
+}
+
+/// The id of the record a reply carries: `data.id`, or the `id` of its single object member
+/// (`{api_key: {id, ...}}`).
+fn find_record_id(data: &Value) -> Option<String> {
+    let obj = data.as_object()?;
+    if let Some(Value::String(id)) = obj.get("id") {
+        return Some(id.clone());
+    }
+    obj.values().find_map(|v| match v.get("id")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}

@@ -1,0 +1,139 @@
+//! The application: shared state, startup (`build_app`) and the server loop (`serve`),
+//! split so that `main`, the tests and the examples start the service the same way.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+
+use crate::config::Config;
+use crate::db::{self, Db, users::Role};
+use crate::events::Bus;
+use crate::http::rate_limit::RateLimits;
+use crate::secrets::{self, Secrets};
+use crate::llm::Llm;
+use crate::net::Guarded;
+use crate::voice::DynVoice;
+use crate::{auth, http, jobs};
+
+pub struct AppInner {
+    pub config: Config,
+    pub db: Db,
+    pub secrets: Secrets,
+    pub limits: RateLimits,
+    pub bus: Bus,
+    /// Wakes the job worker right after something was queued.
+    pub jobs_notify: Notify,
+    /// The voice-agent platform genies are provisioned in.
+    pub voice: DynVoice,
+    /// The only client for user-supplied URLs.
+    pub net: Guarded,
+    /// The configured OpenAI-compatible endpoint, if any.
+    pub llm: Option<Llm>,
+}
+
+pub type AppState = Arc<AppInner>;
+
+impl AppInner {
+    pub fn wake_jobs(&self) {
+        self.jobs_notify.notify_one();
+    }
+}
+
+pub struct App {
+    pub state: AppState,
+    pub router: Router,
+}
+
+/// Prepares the data directory (created if missing), secrets and database (migrated), and
+/// builds the router. Nothing listens yet.
+pub fn build_app(config: Config) -> anyhow::Result<App> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+    secrets::ensure_private_dir(&config.data_dir)?;
+    std::fs::create_dir_all(config.documents_dir())?;
+    let secrets = Secrets::load_or_create(&config.secrets_dir())?;
+    let db = Db::open(&config.db_path()).with_context(|| format!("opening {}", config.db_path().display()))?;
+    let recovered = db.write_blocking(|c| Ok(jobs::recover(c)?)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if recovered > 0 {
+        tracing::warn!(count = recovered, "requeued jobs left running by a previous process");
+    }
+    let state = Arc::new(AppInner {
+        limits: RateLimits::new(&config),
+        voice: Arc::new(crate::voice::local::LocalProvider),
+        net: Guarded::new(config.allow_private_outbound),
+        llm: Llm::from_config(&config),
+        config,
+        db,
+        secrets,
+        bus: Bus::default(),
+        jobs_notify: Notify::new(),
+    });
+    let router = http::router(state.clone(), Router::new());
+    Ok(App { state, router })
+}
+
+/// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests finish,
+/// and stops the background tasks.
+pub async fn serve(app: App, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let worker = tokio::spawn(jobs::worker(app.state.clone(), stop_rx.clone()));
+    let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
+    tracing::info!(addr = %listener.local_addr()?, "listening");
+    axum::serve(listener, app.router.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    let _ = stop_tx.send(true);
+    let _ = tokio::join!(worker, housekeeping);
+    Ok(())
+}
+
+async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(60)) => app.limits.shrink(),
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// On a database with no user yet, creates an `internal_admin` with a random password and
+/// writes how to sign in to a 0600 file under `secrets/`. Returns the text to show the
+/// operator, once.
+pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
+    let users = app.db.read_blocking(|c| Ok(db::users::count(c)?)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if users > 0 {
+        return Ok(None);
+    }
+    let password = random_password();
+    let hash = auth::passwords::hash(&password)?;
+    let email = "admin@localhost";
+    app.db
+        .write_blocking(|c| Ok(db::users::insert(c, email, Some("Administrator"), Role::InternalAdmin, Some(&hash))?))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let base = app.config.public_base();
+    let text = format!(
+        "genied: created the first user, an internal_admin.\n\
+         \x20 email:    {email}\n\
+         \x20 password: {password}\n\
+         Sign in:\n\
+         \x20 curl -s {base}/v1/auth/login -H 'content-type: application/json' \\\n\
+         \x20   -d '{{\"email\":\"{email}\",\"password\":\"{password}\"}}'\n\
+         then send 'Authorization: Bearer <access_token>' with every request.\n\
+         Change this password-only account's details with the profiles resource, or make\n\
+         more users with 'genied admin create-user'.\n"
+    );
+    let path = app.config.secrets_dir().join("initial-admin.txt");
+    secrets::write_private(&path, text.as_bytes())?;
+    Ok(Some(format!("{text}(also written to {})\n", path.display())))
+}
+
+fn random_password() -> String {
+    use rand::Rng;
+    rand::thread_rng().sample_iter(rand::distributions::Alphanumeric).take(24).map(char::from).collect()
+}

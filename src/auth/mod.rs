@@ -1,0 +1,141 @@
+//! Who is calling. Every request is authenticated here, by API key or session token, into a
+//! `Principal` that reaches every handler; role checks live on `Principal` and nowhere else.
+
+pub mod keys;
+pub mod passwords;
+pub mod sessions;
+
+use axum::http::{HeaderMap, header};
+
+use crate::app::AppState;
+use crate::db::{self, users::Role};
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    ApiKey { key_id: String },
+    Session { session_id: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub user_id: String,
+    pub role: Role,
+    pub via: Via,
+}
+
+impl Principal {
+    pub fn is_admin(&self) -> bool {
+        self.role == Role::InternalAdmin
+    }
+
+    /// Admin-only request options (`adminMode`, `userId`, `impersonatedUserId`, ...): false
+    /// when absent, an error naming the option when a non-admin sets it.
+    pub fn admin_option(&self, name: &str, requested: bool) -> ApiResult<bool> {
+        if requested && !self.is_admin() {
+            return Err(ApiError::forbidden(format!("'{name}' is only available to internal admins")));
+        }
+        Ok(requested)
+    }
+
+    pub fn require_admin(&self) -> ApiResult<()> {
+        if self.is_admin() { Ok(()) } else { Err(ApiError::forbidden("only internal admins may do this")) }
+    }
+
+    /// Consumers have read-only access.
+    pub fn can_write(&self) -> bool {
+        self.role != Role::Consumer
+    }
+
+    /// The key that rate limiting counts against.
+    pub fn rate_key(&self) -> RateKey {
+        match &self.via {
+            Via::ApiKey { key_id } => RateKey::ApiKey(key_id.clone()),
+            Via::Session { .. } => RateKey::User(self.user_id.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RateKey {
+    ApiKey(String),
+    User(String),
+}
+
+/// The credential a request presents, before it is checked.
+#[derive(Debug)]
+pub enum Credential {
+    ApiKey(String),
+    Token(String),
+}
+
+impl Credential {
+    /// `X-API-Key` is always an API key. A bearer value is a session token when it has the
+    /// three dot-separated parts of a JWT, and an API key otherwise.
+    pub fn from_headers(h: &HeaderMap) -> ApiResult<Credential> {
+        if let Some(v) = h.get("x-api-key") {
+            let v = v.to_str().map_err(|_| ApiError::unauthorized())?.trim();
+            if v.is_empty() {
+                return Err(ApiError::unauthorized());
+            }
+            return Ok(Credential::ApiKey(v.to_string()));
+        }
+        let Some(v) = h.get(header::AUTHORIZATION) else { return Err(ApiError::unauthorized()) };
+        let v = v.to_str().map_err(|_| ApiError::unauthorized())?.trim();
+        let Some((scheme, value)) = v.split_once(' ') else { return Err(ApiError::unauthorized()) };
+        let value = value.trim();
+        if !scheme.eq_ignore_ascii_case("bearer") || value.is_empty() {
+            return Err(ApiError::unauthorized());
+        }
+        if !value.starts_with("svc_") && value.split('.').count() == 3 {
+            Ok(Credential::Token(value.to_string()))
+        } else {
+            Ok(Credential::ApiKey(value.to_string()))
+        }
+    }
+}
+
+/// Checks the credential. `session_only` is set for the api-keys resource, where the spec
+/// answers any API key, valid or not, with `INVALID_TOKEN`.
+pub async fn authenticate(app: &AppState, cred: Credential, session_only: bool) -> ApiResult<Principal> {
+    match cred {
+        Credential::ApiKey(_) if session_only => {
+            Err(ApiError::invalid_token("the api-keys resource accepts session tokens only, not API keys"))
+        }
+        Credential::ApiKey(key) => {
+            if !keys::has_valid_prefix(&key) {
+                return Err(ApiError::invalid_key_prefix());
+            }
+            let hash = keys::hash(&key);
+            let owner = app.db.read(move |c| Ok(db::api_keys::find_by_hash(c, &hash)?)).await?;
+            let owner = owner.filter(|o| o.active).ok_or_else(ApiError::key_not_found)?;
+            touch_key(app, &owner.key_id, owner.last_used_at.as_deref());
+            Ok(Principal { user_id: owner.user_id, role: owner.role, via: Via::ApiKey { key_id: owner.key_id } })
+        }
+        Credential::Token(token) => {
+            let claims = sessions::decode(&app.secrets.jwt_key, &token)?;
+            let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
+            let role = app.db.read(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?)).await?;
+            let role = role.ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
+            Ok(Principal { user_id: claims.sub, role, via: Via::Session { session_id: claims.sid } })
+        }
+    }
+}
+
+/// Records `last_used_at` at most once a minute per key, off the request path, so that
+/// a busy key does not turn every read into a write.
+fn touch_key(app: &AppState, key_id: &str, last_used_at: Option<&str>) {
+    let now = chrono::Utc::now();
+    let fresh = last_used_at
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .is_some_and(|t| now.signed_duration_since(t) < chrono::Duration::seconds(60));
+    if fresh {
+        return;
+    }
+    let (db, id, at) = (app.db.clone(), key_id.to_string(), db::fmt_time(now));
+    tokio::spawn(async move {
+        if let Err(e) = db.write(move |c| Ok(db::api_keys::touch(c, &id, &at)?)).await {
+            tracing::warn!(error = %e, "could not record API key use");
+        }
+    });
+}

@@ -1,0 +1,256 @@
+//! The command line: `serve`, `migrate` and the operator's `admin` commands. Results go to
+//! stdout alone (so scripts can capture them); logs and messages go to stderr, except for
+//! `serve`, whose stdout is its log.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::json;
+
+use crate::auth::{keys, passwords, sessions};
+use crate::config::Config;
+use crate::db::{self, Db, users::Role};
+use crate::error::ApiError;
+use crate::secrets::Secrets;
+
+#[derive(Parser, Debug)]
+#[command(name = "genied", version, about = "Self-hosted platform for managing voice AI agents")]
+pub struct Cli {
+    /// Directory holding the database, documents and secrets.
+    #[arg(long, global = true, env = "GENIED_DATA_DIR", default_value = "./genied-data")]
+    pub data_dir: PathBuf,
+
+    /// Log line format.
+    #[arg(long, global = true, env = "GENIED_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Log filter, e.g. `info` or `genied=debug,tower_http=info`.
+    #[arg(long, global = true, env = "GENIED_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the HTTP service (applies pending migrations first).
+    Serve(Box<Config>),
+    /// Apply pending migrations and print the applied versions, one a line.
+    Migrate,
+    /// Operator commands; they work while `serve` runs on the same data directory.
+    #[command(subcommand)]
+    Admin(AdminCmd),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AdminCmd {
+    /// Create a user; prints `{"id", "email", "role"}`.
+    CreateUser {
+        #[arg(long, env = "GENIED_EMAIL")]
+        email: String,
+        #[arg(long, env = "GENIED_NAME")]
+        name: Option<String>,
+        #[arg(long, env = "GENIED_ROLE", value_enum, default_value_t = Role::StandardUser)]
+        role: Role,
+        /// Password for `POST /v1/auth/login`; without one the user signs in with tokens
+        /// from `issue-token` only.
+        #[arg(long, env = "GENIED_PASSWORD")]
+        password: Option<String>,
+    },
+    /// Open a session for a user and print its access token.
+    IssueToken {
+        #[arg(long, env = "GENIED_EMAIL")]
+        email: String,
+        #[arg(long, env = "GENIED_TTL_SECONDS", default_value_t = 3600)]
+        ttl_seconds: u64,
+    },
+    /// Create an API key for a user and print the full key (shown only this once).
+    CreateKey {
+        #[arg(long, env = "GENIED_EMAIL")]
+        email: String,
+        #[arg(long, env = "GENIED_NAME")]
+        name: String,
+        /// Issue an `svc_admin_` key; the user must be an internal_admin.
+        #[arg(long, env = "GENIED_ADMIN")]
+        admin: bool,
+    },
+    /// List users.
+    ListUsers {
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
+    },
+    /// List a user's API keys (never the secrets).
+    ListKeys {
+        #[arg(long, env = "GENIED_EMAIL")]
+        email: String,
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
+    },
+    /// Change a user's role.
+    SetRole {
+        #[arg(long, env = "GENIED_EMAIL")]
+        email: String,
+        #[arg(long, env = "GENIED_ROLE", value_enum)]
+        role: Role,
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
+    },
+    /// Revoke an API key by its id.
+    RevokeKey {
+        #[arg(long, env = "GENIED_KEY_ID")]
+        id: String,
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
+    },
+    /// Copy the database to FILE with SQLite's online backup (safe while `serve` runs).
+    Backup {
+        #[arg(long, env = "GENIED_OUT")]
+        out: PathBuf,
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
+    },
+}
+
+fn api(e: ApiError) -> anyhow::Error {
+    anyhow::anyhow!("{}", e.message)
+}
+
+fn open(data_dir: &std::path::Path) -> anyhow::Result<Db> {
+    std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    Db::open(&data_dir.join("genied.db"))
+}
+
+fn user_by_email(db: &Db, email: &str) -> anyhow::Result<db::users::User> {
+    let e = email.to_string();
+    db.read_blocking(move |c| Ok(db::users::by_email(c, &e)?))
+        .map_err(api)?
+        .with_context(|| format!("no user with email {email}"))
+}
+
+fn print(out: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{out}")?;
+    stdout.flush()?;
+    Ok(())
+}
+
+pub fn migrate(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(data_dir)?;
+    for v in Db::migrate(&data_dir.join("genied.db"))? {
+        print(&v.to_string())?;
+    }
+    Ok(())
+}
+
+pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
+    let db = open(data_dir)?;
+    match cmd {
+        AdminCmd::CreateUser { email, name, role, password } => {
+            let email = email.trim().to_string();
+            if !email.contains('@') || email.len() > 254 {
+                bail!("'{email}' is not an email address");
+            }
+            let hash = password.as_deref().map(passwords::hash).transpose()?;
+            let e2 = email.clone();
+            let user = db
+                .write_blocking(move |c| {
+                    if db::users::by_email(c, &e2)?.is_some() {
+                        return Err(ApiError::conflict(format!("a user with email {e2} already exists")));
+                    }
+                    Ok(db::users::insert(c, &e2, name.as_deref(), role, hash.as_deref())?)
+                })
+                .map_err(api)?;
+            print(&json!({"id": user.id, "email": user.email, "role": user.role}).to_string())
+        }
+        AdminCmd::IssueToken { email, ttl_seconds } => {
+            if ttl_seconds == 0 {
+                bail!("--ttl-seconds must be positive");
+            }
+            let user = user_by_email(&db, &email)?;
+            let secrets = Secrets::load_or_create(&data_dir.join("secrets"))?;
+            let sid = db::new_id();
+            let (s2, u2) = (sid.clone(), user.id.clone());
+            db.write_blocking(move |c| Ok(db::sessions::insert(c, &s2, &u2, None, None)?)).map_err(api)?;
+            print(&sessions::access_token(&secrets.jwt_key, &user.id, &sid, user.role, ttl_seconds))
+        }
+        AdminCmd::CreateKey { email, name, admin } => {
+            let user = user_by_email(&db, &email)?;
+            if admin && user.role != Role::InternalAdmin {
+                bail!("--admin keys are only for internal_admin users; {email} is {}", user.role.as_str());
+            }
+            let new = keys::generate(admin);
+            let (uid, prefix, hash) = (user.id.clone(), new.display_prefix.clone(), new.hash.clone());
+            db.write_blocking(move |c| {
+                if db::api_keys::count_active(c, &uid)? >= db::api_keys::MAX_ACTIVE_PER_USER {
+                    return Err(ApiError::validation("the user already has 5 active API keys; revoke one first"));
+                }
+                Ok(db::api_keys::insert(c, &uid, &name, &prefix, &hash)?)
+            })
+            .map_err(api)?;
+            print(&new.secret)
+        }
+        AdminCmd::ListUsers { json } => {
+            let users = db.read_blocking(|c| Ok(db::users::list(c, i64::MAX, 0)?)).map_err(api)?;
+            if json {
+                return print(&serde_json::to_string(&users)?);
+            }
+            print(&format!("{:<36}  {:<15}  {:<32}  NAME", "ID", "ROLE", "EMAIL"))?;
+            for u in users {
+                print(&format!("{:<36}  {:<15}  {:<32}  {}", u.id, u.role.as_str(), u.email, u.full_name.unwrap_or_default()))?;
+            }
+            Ok(())
+        }
+        AdminCmd::ListKeys { email, json } => {
+            let e = email.clone();
+            let keys = db.read_blocking(move |c| Ok(db::api_keys::list_for_user_email(c, &e)?)).map_err(api)?;
+            if json {
+                return print(&serde_json::to_string(&keys)?);
+            }
+            print(&format!("{:<36}  {:<8}  {:<16}  NAME", "ID", "STATUS", "PREFIX"))?;
+            for k in keys {
+                print(&format!("{:<36}  {:<8}  {:<16}  {}", k.id, k.status, k.key_prefix, k.name))?;
+            }
+            Ok(())
+        }
+        AdminCmd::SetRole { email, role, json } => {
+            let user = user_by_email(&db, &email)?;
+            let uid = user.id.clone();
+            db.write_blocking(move |c| Ok(db::users::set_role(c, &uid, role)?)).map_err(api)?;
+            if json {
+                print(&json!({"id": user.id, "email": user.email, "role": role}).to_string())
+            } else {
+                print(&format!("{} is now {}", user.email, role.as_str()))
+            }
+        }
+        AdminCmd::RevokeKey { id, json } => {
+            let id = uuid::Uuid::parse_str(&id).with_context(|| format!("'{id}' is not a key id (a UUID)"))?.to_string();
+            let i2 = id.clone();
+            let done = db.write_blocking(move |c| Ok(db::api_keys::revoke_any(c, &i2)?)).map_err(api)?;
+            if !done {
+                bail!("no active API key with id {id}");
+            }
+            if json { print(&json!({"id": id, "status": "revoked"}).to_string()) } else { print(&format!("revoked {id}")) }
+        }
+        AdminCmd::Backup { out, json } => {
+            if out.exists() {
+                bail!("{} already exists; choose a new file", out.display());
+            }
+            db.backup_to(&out)?;
+            let size = std::fs::metadata(&out)?.len();
+            if json {
+                print(&json!({"out": out, "bytes": size}).to_string())
+            } else {
+                print(&format!("backed up to {} ({size} bytes)", out.display()))
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Runtime configuration: one struct, built once from flags (each flag also reads
+//! `GENIED_<FLAG>`), passed down through `AppState`. Secrets are redacted in `Debug`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// A configuration value that must never reach a log line.
+#[derive(Clone, Default)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"<redacted>\"" })
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Config {
+    /// Directory holding the database, the document store and the secrets.
+    #[arg(skip)]
+    pub data_dir: PathBuf,
+
+    /// Address to listen on.
+    #[arg(long, env = "GENIED_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// Public base URL of this service, used in links (genie pages, QR codes). Defaults to
+    /// `http://<listen>`.
+    #[arg(long, env = "GENIED_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// Requests a minute allowed per API key; 0 turns the limit off.
+    #[arg(long, env = "GENIED_RATE_LIMIT_PER_MINUTE", default_value_t = 60)]
+    pub rate_limit_per_minute: u32,
+
+    /// Requests a minute allowed per user signed in with a session token; 0 turns it off.
+    #[arg(long, env = "GENIED_SESSION_RATE_LIMIT_PER_MINUTE", default_value_t = 6000)]
+    pub session_rate_limit_per_minute: u32,
+
+    /// Sign-in attempts a minute allowed per client address; 0 turns it off.
+    #[arg(long, env = "GENIED_LOGIN_RATE_LIMIT_PER_MINUTE", default_value_t = 30)]
+    pub login_rate_limit_per_minute: u32,
+
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "GENIED_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Seconds after which a request is answered with 408.
+    #[arg(long, env = "GENIED_REQUEST_TIMEOUT_SECONDS", default_value_t = 60)]
+    pub request_timeout_seconds: u64,
+
+    /// Lifetime of access tokens, in seconds.
+    #[arg(long, env = "GENIED_SESSION_TTL_SECONDS", default_value_t = 3600)]
+    pub session_ttl_seconds: u64,
+
+    /// Lifetime of refresh tokens, in seconds.
+    #[arg(long, env = "GENIED_REFRESH_TTL_SECONDS", default_value_t = 30 * 24 * 3600)]
+    pub refresh_ttl_seconds: u64,
+
+    /// How often the job worker looks for due jobs, in milliseconds (it is also woken on
+    /// every enqueue).
+    #[arg(long, env = "GENIED_JOB_POLL_MS", default_value_t = 1000)]
+    pub job_poll_ms: u64,
+
+    /// Base URL of an OpenAI-compatible API (e.g. `http://127.0.0.1:11434/v1`); the
+    /// service calls `{base}/chat/completions`. Without it, LLM features say how to enable them.
+    #[arg(long, env = "GENIED_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+
+    /// Bearer key for the LLM endpoint.
+    #[arg(long, env = "GENIED_LLM_API_KEY")]
+    pub llm_api_key: Option<Secret>,
+
+    /// Model used when a genie or worker does not name one.
+    #[arg(long, env = "GENIED_LLM_MODEL", default_value = "gpt-4o-mini")]
+    pub llm_model: String,
+
+    /// Seconds one LLM call may take.
+    #[arg(long, env = "GENIED_LLM_TIMEOUT_SECONDS", default_value_t = 60)]
+    pub llm_timeout_seconds: u64,
+
+    /// Allow outbound requests to loopback and private addresses. For tests and closed
+    /// networks only: it disables the SSRF guard.
+    #[arg(long, env = "GENIED_ALLOW_PRIVATE_OUTBOUND", default_value_t = false)]
+    pub allow_private_outbound: bool,
+}
+
+impl Config {
+    /// Defaults as the CLI would give them, on `data_dir`; what tests and examples start from.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Config {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            c: Config,
+        }
+        let mut c = Wrap::parse_from(["genied"]).c;
+        c.data_dir = data_dir.into();
+        c
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.join("genied.db")
+    }
+    pub fn secrets_dir(&self) -> PathBuf {
+        self.data_dir.join("secrets")
+    }
+    pub fn documents_dir(&self) -> PathBuf {
+        self.data_dir.join("documents")
+    }
+    pub fn public_base(&self) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .trim_end_matches('/')
+            .to_string()
+    }
+}

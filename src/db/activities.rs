@@ -1,0 +1,104 @@
+//! The audit log: one row per mutating action, written by `api::dispatch` for every resource.
+
+use rusqlite::{Connection, Row, ToSql, params};
+use serde::Serialize;
+
+use super::{new_id, now};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Activity {
+    pub id: String,
+    pub user_id: String,
+    pub resource: String,
+    pub action: String,
+    pub record_id: Option<String>,
+    pub summary: String,
+    pub ip: Option<String>,
+    pub created_at: String,
+}
+
+pub struct NewActivity<'a> {
+    pub user_id: &'a str,
+    pub resource: &'a str,
+    pub action: &'a str,
+    pub record_id: Option<&'a str>,
+    pub summary: &'a str,
+    pub ip: Option<&'a str>,
+}
+
+pub fn insert(c: &Connection, a: &NewActivity) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT INTO activities (id, user_id, resource, action, record_id, summary, ip, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![new_id(), a.user_id, a.resource, a.action, a.record_id, a.summary, a.ip, now()])?;
+    Ok(())
+}
+
+#[derive(Debug, Default)]
+pub struct Filter {
+    /// `None` means every user's (admin mode).
+    pub user_id: Option<String>,
+    pub resource: Option<String>,
+    pub action: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+fn where_clause(f: &Filter) -> (String, Vec<Box<dyn ToSql>>) {
+    let mut sql = String::from(" WHERE 1=1");
+    let mut args: Vec<Box<dyn ToSql>> = Vec::new();
+    let mut push = |cond: &str, v: &String| {
+        args.push(Box::new(v.clone()));
+        sql.push_str(&format!(" AND {cond} ?{}", args.len()));
+    };
+    if let Some(v) = &f.user_id {
+        push("user_id =", v);
+    }
+    if let Some(v) = &f.resource {
+        push("resource =", v);
+    }
+    if let Some(v) = &f.action {
+        push("action =", v);
+    }
+    if let Some(v) = &f.from {
+        push("created_at >=", v);
+    }
+    if let Some(v) = &f.to {
+        push("created_at <=", v);
+    }
+    (sql, args)
+}
+
+pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Result<(Vec<Activity>, i64)> {
+    let (w, mut args) = where_clause(f);
+    let total: i64 = c.query_row(
+        &format!("SELECT COUNT(*) FROM activities{w}"),
+        rusqlite::params_from_iter(args.iter()),
+        |r| r.get(0),
+    )?;
+    let n = args.len();
+    args.push(Box::new(limit));
+    args.push(Box::new(offset));
+    let mut st = c.prepare(&format!(
+        "SELECT id, user_id, resource, action, record_id, summary, ip, created_at FROM activities{w}
+         ORDER BY created_at DESC, id DESC LIMIT ?{} OFFSET ?{}",
+        n + 1,
+        n + 2
+    ))?;
+    let rows = st
+        .query_map(rusqlite::params_from_iter(args.iter()), |r: &Row| {
+            Ok(Activity {
+                id: r.get(0)?,
+                user_id: r.get(1)?,
+                resource: r.get(2)?,
+                action: r.get(3)?,
+                record_id: r.get(4)?,
+                summary: r.get(5)?,
+                ip: r.get(6)?,
+                created_at: r.get(7)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}

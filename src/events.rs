@@ -1,0 +1,50 @@
+//! The in-process event bus. Code that changes data emits an `Event`; subscribers (worker
+//! genie triggers, webhook delivery) receive every event emitted after they subscribed.
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub created_at: String,
+    pub user_id: String,
+    pub data: Value,
+}
+
+impl Event {
+    pub fn new(kind: &str, user_id: &str, data: Value) -> Event {
+        Event {
+            id: crate::db::new_id(),
+            kind: kind.to_string(),
+            created_at: crate::db::now(),
+            user_id: user_id.to_string(),
+            data,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Bus {
+    tx: broadcast::Sender<Event>,
+}
+
+impl Default for Bus {
+    fn default() -> Self {
+        Bus { tx: broadcast::channel(1024).0 }
+    }
+}
+
+impl Bus {
+    /// Never blocks and never fails: with no subscriber the event is simply dropped.
+    pub fn emit(&self, event: Event) {
+        tracing::debug!(event = %event.kind, id = %event.id, "event");
+        let _ = self.tx.send(event);
+    }
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.tx.subscribe()
+    }
+}

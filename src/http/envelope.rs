@@ -1,0 +1,150 @@
+//! `POST /v1`: decode the envelope, authenticate, rate-limit, dispatch, and render
+//! `{success: true, data}`. The REST adapter builds the same `Envelope` and calls `execute`.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use crate::api::{self, ActionRequest, Ctx};
+use crate::app::AppState;
+use crate::auth::{self, Credential};
+use crate::error::{ApiError, ApiResult};
+use crate::http::rate_limit::RateInfo;
+
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    pub resource: String,
+    pub action: String,
+    pub id: Option<Value>,
+    pub data: Value,
+}
+
+/// Parses a request body into a JSON object; an empty body is an empty object when
+/// `empty_ok` (REST routes), an error otherwise.
+pub fn body_object(body: &[u8], empty_ok: bool) -> ApiResult<Map<String, Value>> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        if empty_ok {
+            return Ok(Map::new());
+        }
+        return Err(ApiError::validation("request body must be a JSON object with 'resource' and 'action'"));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::validation("request body must be a JSON object")),
+        Err(e) => Err(ApiError::validation(format!("request body is not valid JSON: {e}"))),
+    }
+}
+
+fn take_string(m: &mut Map<String, Value>, name: &str) -> ApiResult<Option<String>> {
+    match m.remove(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ApiError::validation(format!("{name} must be a string"))),
+    }
+}
+
+pub fn take_id(m: &mut Map<String, Value>) -> ApiResult<Option<Value>> {
+    match m.remove("id") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ (Value::String(_) | Value::Number(_))) => Ok(Some(v)),
+        Some(_) => Err(ApiError::validation("id must be a string or a number")),
+    }
+}
+
+pub fn check_data(v: Value) -> ApiResult<Value> {
+    match v {
+        Value::Null => Ok(json!({})),
+        Value::Object(_) => Ok(v),
+        _ => Err(ApiError::validation("data must be an object")),
+    }
+}
+
+impl Envelope {
+    pub fn parse(body: &[u8]) -> ApiResult<Envelope> {
+        let mut m = body_object(body, false)?;
+        let resource = take_string(&mut m, "resource")?.ok_or_else(|| ApiError::validation("resource is required"))?;
+        let action = take_string(&mut m, "action")?.ok_or_else(|| ApiError::validation("action is required"))?;
+        let id = take_id(&mut m)?;
+        let data = check_data(m.remove("data").unwrap_or(Value::Null))?;
+        Ok(Envelope { resource, action, id, data })
+    }
+}
+
+/// The resource named by a body that may not parse, so authentication can apply the
+/// api-keys rule even to a request that will fail validation.
+fn peek_resource(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        resource: String,
+    }
+    serde_json::from_slice::<Peek>(body).ok().map(|p| p.resource)
+}
+
+pub async fn handle(
+    State(app): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return body_rejection(&app, e).into_response(),
+    };
+    let hint = peek_resource(&body);
+    execute(&app, &headers, addr.ip(), hint.as_deref(), Envelope::parse(&body)).await
+}
+
+pub fn body_rejection(app: &AppState, e: axum::extract::rejection::BytesRejection) -> ApiError {
+    if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::payload_too_large(app.config.max_body_bytes)
+    } else {
+        ApiError::validation(format!("could not read the request body: {e}"))
+    }
+}
+
+/// Authenticate, count against the rate limit, then run the envelope. Authentication
+/// comes first so that nothing about a request is revealed to an unauthenticated caller.
+pub async fn execute(
+    app: &AppState,
+    headers: &HeaderMap,
+    ip: IpAddr,
+    resource_hint: Option<&str>,
+    envelope: ApiResult<Envelope>,
+) -> Response {
+    let session_only = resource_hint.and_then(api::canonical_resource) == Some("api-keys");
+    let principal = match Credential::from_headers(headers) {
+        Ok(cred) => auth::authenticate(app, cred, session_only).await,
+        Err(e) => Err(e),
+    };
+    let principal = match principal {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let (mut resp, info) = match app.limits.check(&principal.rate_key()) {
+        Err(limited) => (limited.error.into_response(), Some(limited.info)),
+        Ok(info) => (run(app, principal, ip, envelope).await.unwrap_or_else(IntoResponse::into_response), info),
+    };
+    if let Some(RateInfo { limit, remaining }) = info {
+        let h = resp.headers_mut();
+        h.insert("x-ratelimit-limit", HeaderValue::from(limit));
+        h.insert("x-ratelimit-remaining", HeaderValue::from(remaining));
+    }
+    resp
+}
+
+async fn run(app: &AppState, principal: auth::Principal, ip: IpAddr, envelope: ApiResult<Envelope>) -> ApiResult<Response> {
+    let env = envelope?;
+    let resource = api::canonical_resource(&env.resource).ok_or_else(|| ApiError::invalid_resource(&env.resource))?;
+    if env.action.trim().is_empty() {
+        return Err(ApiError::validation("action must not be empty"));
+    }
+    let ctx = Ctx { app: app.clone(), principal, ip: Some(ip.to_string()) };
+    let req = ActionRequest { resource, action: env.action, id: env.id, data: env.data };
+    let span = tracing::info_span!("action", resource, action = %req.action);
+    let reply = tracing::Instrument::instrument(api::dispatch(&ctx, req), span).await?;
+    Ok((reply.status, axum::Json(json!({"success": true, "data": reply.data}))).into_response())
+}

@@ -1,0 +1,88 @@
+//! The HTTP surface: routes, and the layers every request passes through (request id,
+//! tracing, panic capture, timeout, body limit). Whatever goes wrong, the client gets the
+//! JSON error envelope: `fix_envelope` rewrites any non-JSON error a layer or axum made.
+
+pub mod auth_routes;
+pub mod envelope;
+pub mod rate_limit;
+pub mod rest;
+
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router, middleware};
+use serde_json::json;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+
+pub fn router(app: AppState, extra: Router<AppState>) -> Router {
+    let c = &app.config;
+    let (max_body, timeout) = (c.max_body_bytes, Duration::from_secs(c.request_timeout_seconds));
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/readyz", get(readyz))
+        .route("/v1", post(envelope::handle))
+        .route("/v1/auth/login", post(auth_routes::login))
+        .route("/v1/auth/refresh", post(auth_routes::refresh))
+        .route("/v1/auth/logout", post(auth_routes::logout))
+        .route("/v1/{resource}", get(rest::list).post(rest::create))
+        .route("/v1/{resource}/{id}", get(rest::get).patch(rest::update).delete(rest::delete))
+        .route("/v1/{resource}/{id}/{action}", post(rest::action))
+        .merge(extra)
+        .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
+        .method_not_allowed_fallback(|| async { ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED) })
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(app)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+                    let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+                    tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path())
+                }))
+                .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(middleware::map_response(fix_envelope))
+                .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+                    ApiError::internal("a handler panicked").into_response()
+                }))
+                .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout)),
+        )
+}
+
+async fn readyz(State(app): State<AppState>) -> Response {
+    match app.db.read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?)).await {
+        Ok(_) => Json(json!({"status": "ready"})).into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"}))).into_response(),
+    }
+}
+
+/// Any error response that is not already JSON becomes the envelope for its status.
+async fn fix_envelope<B>(resp: Response<B>) -> Response
+where
+    B: axum::body::HttpBody<Data = axum::body::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    let resp = resp.map(axum::body::Body::new);
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !is_json {
+        let mut fixed = ApiError::from_status(status).into_response();
+        if let Some(allow) = resp.headers().get(header::ALLOW) {
+            fixed.headers_mut().insert(header::ALLOW, allow.clone());
+        }
+        return fixed;
+    }
+    resp
+}

@@ -1,0 +1,101 @@
+//! In-memory token buckets (governor): per API key, per signed-in user, and per client
+//! address for sign-in attempts. A limit of 0 turns that bucket off.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::StateInformationMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
+
+use crate::auth::RateKey;
+use crate::config::Config;
+use crate::error::{ApiError, ApiResult};
+
+type Keyed<K> = RateLimiter<K, DefaultKeyedStateStore<K>, DefaultClock, StateInformationMiddleware>;
+
+/// A bucket allowing `per_minute` requests, refilled evenly over the minute.
+struct Bucket<K: std::hash::Hash + Eq + Clone> {
+    limit: u32,
+    limiter: Keyed<K>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Bucket<K> {
+    fn new(per_minute: u32) -> Option<Self> {
+        let n = NonZeroU32::new(per_minute)?;
+        let limiter = RateLimiter::keyed(Quota::per_minute(n)).with_middleware::<StateInformationMiddleware>();
+        Some(Bucket { limit: per_minute, limiter })
+    }
+
+    fn check(&self, key: &K) -> Result<RateInfo, Limited> {
+        match self.limiter.check_key(key) {
+            Ok(snapshot) => Ok(RateInfo { limit: self.limit, remaining: snapshot.remaining_burst_capacity() }),
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                Err(Limited {
+                    error: ApiError::rate_limited(wait.as_secs_f64().ceil().max(1.0) as u64),
+                    info: RateInfo { limit: self.limit, remaining: 0 },
+                })
+            }
+        }
+    }
+}
+
+/// What a keyed response reports in `X-RateLimit-Limit` / `X-RateLimit-Remaining`.
+#[derive(Debug, Clone, Copy)]
+pub struct RateInfo {
+    pub limit: u32,
+    pub remaining: u32,
+}
+
+/// A refused request: the 429 to send and the headers to send with it.
+#[derive(Debug, Clone)]
+pub struct Limited {
+    pub error: ApiError,
+    pub info: RateInfo,
+}
+
+pub struct RateLimits {
+    api_keys: Option<Bucket<String>>,
+    users: Option<Bucket<String>>,
+    logins: Option<Bucket<IpAddr>>,
+}
+
+impl RateLimits {
+    pub fn new(c: &Config) -> RateLimits {
+        RateLimits {
+            api_keys: Bucket::new(c.rate_limit_per_minute),
+            users: Bucket::new(c.session_rate_limit_per_minute),
+            logins: Bucket::new(c.login_rate_limit_per_minute),
+        }
+    }
+
+    /// Counts one request; `Ok(None)` when that kind of caller is not limited.
+    pub fn check(&self, key: &RateKey) -> Result<Option<RateInfo>, Limited> {
+        match key {
+            RateKey::ApiKey(k) => self.api_keys.as_ref().map(|b| b.check(k)).transpose(),
+            RateKey::User(u) => self.users.as_ref().map(|b| b.check(u)).transpose(),
+        }
+    }
+
+    pub fn check_login(&self, ip: IpAddr) -> ApiResult<()> {
+        match self.logins.as_ref().map(|b| b.check(&ip)) {
+            Some(Err(limited)) => Err(limited.error),
+            _ => Ok(()),
+        }
+    }
+
+    /// Drops buckets that are full again, so memory tracks active callers only.
+    pub fn shrink(&self) {
+        if let Some(b) = &self.api_keys {
+            b.limiter.retain_recent();
+        }
+        if let Some(b) = &self.users {
+            b.limiter.retain_recent();
+        }
+        if let Some(b) = &self.logins {
+            b.limiter.retain_recent();
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The durable job queue. Work that must happen even if the process dies (provider clean-up,
+//! document pipeline steps, deliveries) is a row in `jobs`; one worker loop claims due jobs,
+//! runs them, and reschedules failures with exponential backoff. Jobs found `running` at
+//! start belonged to a crashed process and are made due again.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use crate::app::AppState;
+use crate::db;
+use crate::error::ApiResult;
+
+/// A claimed job.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: i64,
+    pub kind: String,
+    pub payload: Value,
+    pub attempts: i64,
+}
+
+/// Queues a job (inside the caller's transaction, so it commits with the change that needs
+/// it). `max_attempts` `None` retries until it succeeds.
+pub fn enqueue(c: &Connection, kind: &str, payload: &Value, delay: Duration, max_attempts: Option<i64>) -> rusqlite::Result<i64> {
+    let ts = db::now();
+    let run_at = db::fmt_time(chrono::Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default());
+    c.execute(
+        "INSERT INTO jobs (kind, payload, status, attempts, max_attempts, run_at, created_at, updated_at)
+         VALUES (?1, ?2, 'pending', 0, ?3, ?4, ?5, ?5)",
+        params![kind, payload.to_string(), max_attempts, run_at, ts],
+    )?;
+    Ok(c.last_insert_rowid())
+}
+
+fn claim(c: &Connection) -> rusqlite::Result<Option<Job>> {
+    let now = db::now();
+    c.query_row(
+        "UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?1
+         WHERE id = (SELECT id FROM jobs WHERE status = 'pending' AND run_at <= ?1 ORDER BY run_at, id LIMIT 1)
+         RETURNING id, kind, payload, attempts",
+        [&now],
+        |r| {
+            Ok(Job {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                payload: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or(Value::Null),
+                attempts: r.get(3)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// Backoff after the n-th failed attempt: 2^n seconds, capped at an hour.
+pub fn backoff(attempts: i64) -> Duration {
+    Duration::from_secs(2u64.saturating_pow(attempts.clamp(0, 12) as u32).min(3600))
+}
+
+fn finish(c: &Connection, job: &Job, outcome: &Result<(), String>) -> rusqlite::Result<()> {
+    let now = db::now();
+    match outcome {
+        Ok(()) => {
+            c.execute("DELETE FROM jobs WHERE id = ?1", [job.id])?;
+        }
+        Err(e) => {
+            let max: Option<i64> = c.query_row("SELECT max_attempts FROM jobs WHERE id = ?1", [job.id], |r| r.get(0))?;
+            let dead = max.is_some_and(|m| job.attempts >= m);
+            let run_at = db::fmt_time(chrono::Utc::now() + chrono::Duration::from_std(backoff(job.attempts)).unwrap_or_default());
+            c.execute(
+                "UPDATE jobs SET status = ?2, last_error = ?3, run_at = ?4, updated_at = ?5 WHERE id = ?1",
+                params![job.id, if dead { "dead" } else { "pending" }, e, run_at, now],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes jobs of a crashed process due again.
+pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
+    c.execute("UPDATE jobs SET status = 'pending', updated_at = ?1 WHERE status = 'running'", [db::now()])
+}
+
+/// Counts jobs not yet done (pending or running); used by tests and `admin check`.
+pub fn pending_count(c: &Connection) -> rusqlite::Result<i64> {
+    c.query_row("SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running')", [], |r| r.get(0))
+}
+
+/// Runs one job by kind. Each resource that queues work adds its kind here.
+async fn run(_app: &AppState, job: &Job) -> Result<(), String> {
+    match job.kind.as_str() {
+        "noop" => Ok(()),
+        other => Err(format!("unknown job kind '{other}'")),
+    }
+}
+
+/// Claims and runs every due job once; returns how many ran.
+pub async fn run_due(app: &AppState) -> ApiResult<usize> {
+    let mut n = 0;
+    while let Some(job) = app.db.write(|c| Ok(claim(c)?)).await? {
+        let outcome = run(app, &job).await;
+        if let Err(e) = &outcome {
+            tracing::warn!(job = job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
+        }
+        app.db.write(move |c| Ok(finish(c, &job, &outcome)?)).await?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The worker loop: runs due jobs whenever woken (`AppState::jobs_notify`) or every
+/// `job_poll_ms`, until shutdown.
+pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let poll = Duration::from_millis(app.config.job_poll_ms.max(10));
+    loop {
+        if let Err(e) = run_due(&app).await {
+            tracing::error!(error = %e, "job worker");
+        }
+        tokio::select! {
+            _ = app.jobs_notify.notified() => {}
+            _ = tokio::time::sleep(poll) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}

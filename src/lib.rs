@@ -1,0 +1,21 @@
+//! genied: a self-hosted service for managing voice AI agents ("genies") and everything
+//! around them, in one binary with SQLite inside. `build_app` + `serve` start it; `cli`
+//! holds the command line.
+
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod events;
+pub mod http;
+pub mod jobs;
+pub mod llm;
+pub mod net;
+pub mod secrets;
+pub mod voice;
+
+pub use app::{App, AppState, build_app, serve};
+pub use config::Config;

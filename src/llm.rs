@@ -1,0 +1,132 @@
+//! A client for OpenAI-compatible chat-completions endpoints (hosted models and local
+//! servers alike), with tool calling. Used by worker genies, conversation analysis and the
+//! public page's text chat. Absent unless `--llm-base-url` is set.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::{Config, Secret};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Message {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn new(role: &str, content: impl Into<String>) -> Message {
+        Message { role: role.into(), content: Some(content.into()), tool_calls: None, tool_call_id: None }
+    }
+    pub fn tool_result(call_id: &str, content: impl Into<String>) -> Message {
+        Message { role: "tool".into(), content: Some(content.into()), tool_calls: None, tool_call_id: Some(call_id.into()) }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+fn function_type() -> String {
+    "function".into()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionCall {
+    pub name: String,
+    /// JSON text, as the API sends it.
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: i64,
+    #[serde(default)]
+    pub completion_tokens: i64,
+    #[serde(default)]
+    pub total_tokens: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChatResponse {
+    pub message: Message,
+    pub finish_reason: Option<String>,
+    pub usage: Usage,
+}
+
+#[derive(Deserialize)]
+struct RawResponse {
+    choices: Vec<RawChoice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct RawChoice {
+    message: Message,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct Llm {
+    base_url: String,
+    api_key: Secret,
+    pub default_model: String,
+    client: reqwest::Client,
+}
+
+impl Llm {
+    /// `None` when no endpoint is configured.
+    pub fn from_config(c: &Config) -> Option<Llm> {
+        let base = c.llm_base_url.as_deref()?.trim_end_matches('/').to_string();
+        Some(Llm {
+            base_url: base,
+            api_key: c.llm_api_key.clone().unwrap_or_default(),
+            default_model: c.llm_model.clone(),
+            client: crate::net::service_client(Duration::from_secs(c.llm_timeout_seconds)),
+        })
+    }
+
+    /// One chat-completions call. Errors are readable and never contain the API key.
+    pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, String> {
+        let mut http = self.client.post(format!("{}/chat/completions", self.base_url)).json(req);
+        if !self.api_key.0.is_empty() {
+            http = http.bearer_auth(&self.api_key.0);
+        }
+        let resp = http.send().await.map_err(|e| format!("LLM endpoint unreachable: {e}"))?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| format!("LLM endpoint: reading the answer: {e}"))?;
+        if !status.is_success() {
+            let excerpt: String = text.chars().take(300).collect();
+            return Err(format!("LLM endpoint answered {}: {excerpt}", status.as_u16()));
+        }
+        let raw: RawResponse = serde_json::from_str(&text).map_err(|e| format!("LLM endpoint sent an unexpected answer: {e}"))?;
+        let choice = raw.choices.into_iter().next().ok_or("LLM endpoint sent no choices")?;
+        Ok(ChatResponse { message: choice.message, finish_reason: choice.finish_reason, usage: raw.usage.unwrap_or_default() })
+    }
+}

@@ -1,0 +1,62 @@
+//! The `genied` binary: parse the command line, start logging, run the subcommand.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use genied::cli::{self, Cli, Command, LogFormat};
+
+fn init_logging(cli: &Cli, to_stdout: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let tty = if to_stdout { std::io::stdout().is_terminal() } else { std::io::stderr().is_terminal() };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(tty);
+    let writer = move || -> Box<dyn std::io::Write> {
+        if to_stdout { Box::new(std::io::stdout()) } else { Box::new(std::io::stderr()) }
+    };
+    match cli.log_format {
+        LogFormat::Json => builder.json().with_current_span(true).with_span_list(false).with_writer(writer).init(),
+        LogFormat::Text => builder.with_writer(writer).init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli, matches!(cli.command, Command::Serve(_)));
+    let result = match cli.command {
+        Command::Serve(config) => {
+            let mut config = *config;
+            config.data_dir = cli.data_dir.clone();
+            tokio::runtime::Runtime::new().map_err(anyhow::Error::from).and_then(|rt| rt.block_on(serve(config)))
+        }
+        Command::Migrate => cli::migrate(&cli.data_dir),
+        Command::Admin(cmd) => cli::admin(&cli.data_dir, cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("genied: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn serve(config: genied::Config) -> anyhow::Result<()> {
+    let listen = config.listen.clone();
+    let app = genied::build_app(config)?;
+    if let Some(message) = genied::app::bootstrap_first_admin(&app.state)? {
+        eprint!("{message}");
+    }
+    let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    genied::serve(app, listener, shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

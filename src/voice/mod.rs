@@ -1,0 +1,154 @@
+//! Voice-agent platforms behind one trait. `local` is the embedded default, a complete
+//! provider with no external service; `elevenlabs` talks to the ElevenLabs Agents API.
+//! Handlers only ever see `dyn VoiceProvider` through `AppState::voice`.
+
+pub mod local;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// A knowledge-base document as attached to an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KbDocRef {
+    /// The provider's document id (20 characters).
+    pub id: String,
+    pub name: String,
+    /// `file`, `url` or `text`.
+    #[serde(rename = "type")]
+    pub doc_type: String,
+}
+
+/// Everything the provider needs to know about an agent.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AgentSpec {
+    pub name: String,
+    pub system_prompt: Option<String>,
+    pub first_message: Option<String>,
+    pub language: Option<String>,
+    pub multilingual: bool,
+    pub voice_id: Option<String>,
+    pub llm_model: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<i64>,
+    pub stability: Option<f64>,
+    pub similarity_boost: Option<f64>,
+    pub speed: Option<f64>,
+    pub max_duration_seconds: Option<i64>,
+    pub turn_timeout_seconds: Option<f64>,
+    pub silence_end_seconds: Option<f64>,
+    pub turn_mode: Option<String>,
+    pub knowledge_base: Vec<KbDocRef>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProvisionedNumber {
+    /// E.164, e.g. `+15550100123`.
+    pub number: String,
+    pub external_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Voice {
+    pub voice_id: String,
+    pub name: String,
+    pub category: Option<String>,
+    /// Free-form labels: `language`, `gender`, `accent`, `use_case`, ...
+    pub labels: Value,
+    pub description: Option<String>,
+    pub preview_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConversationSummary {
+    pub conversation_id: String,
+    pub agent_id: String,
+    pub start_time_unix_secs: i64,
+    pub call_duration_secs: i64,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConversationPage {
+    pub conversations: Vec<ConversationSummary>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Turn {
+    /// `user` or `agent`.
+    pub role: String,
+    pub message: String,
+    pub time_in_call_secs: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConversationDetail {
+    pub conversation_id: String,
+    pub agent_id: String,
+    /// `initiated`, `in-progress`, `processing`, `done` or `failed`.
+    pub status: String,
+    pub start_time_unix_secs: i64,
+    pub call_duration_secs: i64,
+    pub transcript: Vec<Turn>,
+    pub summary: Option<String>,
+    pub metadata: Value,
+}
+
+/// A provider call that failed. Its message is safe to show (no secrets).
+#[derive(Debug, Clone)]
+pub struct ProviderError {
+    pub message: String,
+    /// The provider's HTTP status, when it answered.
+    pub status: Option<u16>,
+}
+
+impl ProviderError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ProviderError { message: message.into(), status: None }
+    }
+}
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.status {
+            Some(s) => write!(f, "voice provider answered {s}: {}", self.message),
+            None => write!(f, "voice provider: {}", self.message),
+        }
+    }
+}
+
+impl From<ProviderError> for ApiError {
+    fn from(e: ProviderError) -> Self {
+        ApiError::upstream(e.to_string())
+    }
+}
+
+pub type ProviderResult<T> = Result<T, ProviderError>;
+
+#[async_trait]
+pub trait VoiceProvider: Send + Sync {
+    /// `local` or `elevenlabs`.
+    fn name(&self) -> &'static str;
+    /// Creates the agent; returns its external id.
+    async fn create_agent(&self, spec: &AgentSpec) -> ProviderResult<String>;
+    async fn update_agent(&self, agent_id: &str, spec: &AgentSpec) -> ProviderResult<()>;
+    /// Deleting an agent that is already gone succeeds.
+    async fn delete_agent(&self, agent_id: &str) -> ProviderResult<()>;
+    /// Replaces the agent's whole knowledge-base list.
+    async fn set_agent_documents(&self, agent_id: &str, docs: &[KbDocRef]) -> ProviderResult<()>;
+    /// Stores a document's text; returns its 20-character external id.
+    async fn create_document(&self, name: &str, text: &str) -> ProviderResult<String>;
+    async fn delete_document(&self, doc_id: &str) -> ProviderResult<()>;
+    async fn provision_number(&self, agent_id: &str, label: &str) -> ProviderResult<ProvisionedNumber>;
+    async fn release_number(&self, external_id: &str) -> ProviderResult<()>;
+    async fn list_voices(&self) -> ProviderResult<Vec<Voice>>;
+    async fn list_conversations(&self, agent_id: &str, cursor: Option<&str>) -> ProviderResult<ConversationPage>;
+    async fn get_conversation(&self, conversation_id: &str) -> ProviderResult<ConversationDetail>;
+}
+
+pub type DynVoice = Arc<dyn VoiceProvider>;

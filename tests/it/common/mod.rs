@@ -1,0 +1,228 @@
+//! The test harness: `TestApp::spawn()` starts genied in-process on a free port over a temp
+//! data directory; helpers create users, tokens and keys and make envelope calls.
+
+#![allow(dead_code)]
+
+use genied::Config;
+use genied::app::AppState;
+use genied::auth::sessions;
+use genied::db::{self, users::Role};
+use reqwest::Method;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct TestApp {
+    pub base: String,
+    pub state: AppState,
+    pub dir: TempDir,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: String,
+    pub email: String,
+    pub role: Role,
+    pub token: String,
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Resp {
+    pub fn data(&self) -> &Value {
+        &self.body["data"]
+    }
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+    /// Asserts success with `status` and returns `data`.
+    #[track_caller]
+    pub fn ok(&self, status: u16) -> &Value {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.body);
+        assert_eq!(self.body["success"], json!(true), "body: {}", self.body);
+        &self.body["data"]
+    }
+    /// Asserts a failure envelope with this status and code.
+    #[track_caller]
+    pub fn err(&self, status: u16, code: &str) {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.body);
+        assert_eq!(self.body["success"], json!(false), "body: {}", self.body);
+        assert_eq!(self.body["error"]["code"], json!(code), "body: {}", self.body);
+        assert_eq!(self.body["error"]["status"], json!(status), "body: {}", self.body);
+        assert!(self.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "body: {}", self.body);
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Configuration every test starts from: fast job polling, loopback allowed for fakes.
+pub fn test_config(dir: &std::path::Path) -> Config {
+    let mut c = Config::new(dir);
+    c.listen = "127.0.0.1:0".into();
+    c.job_poll_ms = 20;
+    c.allow_private_outbound = true;
+    c
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        Self::spawn_with(|_| {}).await
+    }
+
+    pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = test_config(dir.path());
+        tweak(&mut config);
+        Self::start(dir, config).await
+    }
+
+    async fn start(dir: TempDir, mut config: Config) -> TestApp {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().unwrap();
+        config.public_url = Some(format!("http://{addr}"));
+        let app = genied::build_app(config).expect("build_app");
+        let state = app.state.clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            genied::serve(app, listener, async move {
+                let _ = rx.await;
+            })
+            .await
+            .expect("serve");
+        });
+        TestApp {
+            base: format!("http://{addr}"),
+            state,
+            dir,
+            client: reqwest::Client::new(),
+            stop: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    /// Stops the server (graceful) and starts a new one on the same data directory.
+    pub async fn restart(mut self) -> TestApp {
+        self.shutdown().await;
+        let config = { let mut c = self.state.config.clone(); c.listen = "127.0.0.1:0".into(); c };
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        drop(self);
+        Self::start(dir, config).await
+    }
+
+    pub async fn shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(h) = self.server.take() {
+            let _ = h.await;
+        }
+    }
+
+    /// A user of `role` with a live session token (no HTTP sign-in needed).
+    pub async fn user(&self, role: Role) -> User {
+        let email = format!("{}@example.test", uuid::Uuid::new_v4().simple());
+        self.user_with_email(role, &email).await
+    }
+
+    pub async fn user_with_email(&self, role: Role, email: &str) -> User {
+        let e = email.to_string();
+        let u = self
+            .state
+            .db
+            .write(move |c| Ok(db::users::insert(c, &e, Some("Test User"), role, None)?))
+            .await
+            .expect("insert user");
+        let c = &self.state.config;
+        let pair = sessions::open(&self.state.db, &self.state.secrets.jwt_key, &u.id, role, c.session_ttl_seconds, c.refresh_ttl_seconds)
+            .await
+            .expect("session");
+        User { id: u.id, email: u.email, role, token: pair.access_token }
+    }
+
+    pub async fn standard(&self) -> User {
+        self.user(Role::StandardUser).await
+    }
+    pub async fn admin(&self) -> User {
+        self.user(Role::InternalAdmin).await
+    }
+    pub async fn consumer(&self) -> User {
+        self.user(Role::Consumer).await
+    }
+
+    /// Creates an API key for `user` through the API and returns the secret.
+    pub async fn api_key(&self, user: &User) -> String {
+        let r = self.call(&user.token, "api-keys", "create", None, json!({"name": "test key"})).await;
+        r.ok(201)["api_key"]["key"].as_str().unwrap().to_string()
+    }
+
+    /// `POST /v1` with the envelope.
+    pub async fn call(&self, token: &str, resource: &str, action: &str, id: Option<Value>, data: Value) -> Resp {
+        let mut body = json!({"resource": resource, "action": action, "data": data});
+        if let Some(id) = id {
+            body["id"] = id;
+        }
+        self.request(Method::POST, "/v1", Some(token), Some(body)).await
+    }
+
+    /// Any request; `token` goes in `Authorization: Bearer`.
+    pub async fn request(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Resp {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        Self::finish(req).await
+    }
+
+    /// A request with raw headers and body, for malformed input.
+    pub async fn raw(&self, method: Method, path: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> Resp {
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        Self::finish(req).await
+    }
+
+    pub async fn finish(req: reqwest::RequestBuilder) -> Resp {
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("response is not JSON (status {status}): {text:?}"));
+        Resp { status, body, headers }
+    }
+
+    /// Runs every due job now, as the worker would.
+    pub async fn run_jobs(&self) -> usize {
+        genied::jobs::run_due(&self.state).await.expect("jobs")
+    }
+
+    /// Counts rows of a table (test assertions on "nothing changed").
+    pub async fn count(&self, table: &'static str) -> i64 {
+        self.state
+            .db
+            .read(move |c| Ok(c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?))
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
