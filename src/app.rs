@@ -15,9 +15,9 @@ use crate::config::Config;
 use crate::db::{self, Db, users::Role};
 use crate::events::Bus;
 use crate::http::rate_limit::RateLimits;
-use crate::secrets::{self, Secrets};
 use crate::llm::Llm;
 use crate::net::Guarded;
+use crate::secrets::{self, Secrets};
 use crate::voice::DynVoice;
 use crate::{auth, http, jobs};
 
@@ -58,10 +58,16 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
     secrets::ensure_private_dir(&config.data_dir)?;
     std::fs::create_dir_all(config.documents_dir())?;
     let secrets = Secrets::load_or_create(&config.secrets_dir())?;
-    let db = Db::open(&config.db_path()).with_context(|| format!("opening {}", config.db_path().display()))?;
-    let recovered = db.write_blocking(|c| Ok(jobs::recover(c)?)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let db = Db::open(&config.db_path())
+        .with_context(|| format!("opening {}", config.db_path().display()))?;
+    let recovered = db
+        .write_blocking(|c| Ok(jobs::recover(c)?))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     if recovered > 0 {
-        tracing::warn!(count = recovered, "requeued jobs left running by a previous process");
+        tracing::warn!(
+            count = recovered,
+            "requeued jobs left running by a previous process"
+        );
     }
     let state = Arc::new(AppInner {
         limits: RateLimits::new(&config),
@@ -80,14 +86,22 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
 
 /// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests finish,
 /// and stops the background tasks.
-pub async fn serve(app: App, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+pub async fn serve(
+    app: App,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let worker = tokio::spawn(jobs::worker(app.state.clone(), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(listener, app.router.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    axum::serve(
+        listener,
+        app.router
+            .into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
     let _ = stop_tx.send(true);
     let _ = tokio::join!(worker, housekeeping);
     Ok(())
@@ -106,7 +120,10 @@ async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
 /// writes how to sign in to a 0600 file under `secrets/`. Returns the text to show the
 /// operator, once.
 pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
-    let users = app.db.read_blocking(|c| Ok(db::users::count(c)?)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let users = app
+        .db
+        .read_blocking(|c| Ok(db::users::count(c)?))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     if users > 0 {
         return Ok(None);
     }
@@ -114,7 +131,15 @@ pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
     let hash = auth::passwords::hash(&password)?;
     let email = "admin@localhost";
     app.db
-        .write_blocking(|c| Ok(db::users::insert(c, email, Some("Administrator"), Role::InternalAdmin, Some(&hash))?))
+        .write_blocking(|c| {
+            Ok(db::users::insert(
+                c,
+                email,
+                Some("Administrator"),
+                Role::InternalAdmin,
+                Some(&hash),
+            )?)
+        })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let base = app.config.public_base();
     let text = format!(
@@ -130,10 +155,17 @@ pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
     );
     let path = app.config.secrets_dir().join("initial-admin.txt");
     secrets::write_private(&path, text.as_bytes())?;
-    Ok(Some(format!("{text}(also written to {})\n", path.display())))
+    Ok(Some(format!(
+        "{text}(also written to {})\n",
+        path.display()
+    )))
 }
 
 fn random_password() -> String {
     use rand::Rng;
-    rand::thread_rng().sample_iter(rand::distributions::Alphanumeric).take(24).map(char::from).collect()
+    rand::thread_rng()
+        .sample_iter(rand::distributions::Alphanumeric)
+        .take(24)
+        .map(char::from)
+        .collect()
 }

@@ -16,19 +16,29 @@ use crate::error::ApiError;
 use crate::secrets::Secrets;
 
 #[derive(Parser, Debug)]
-#[command(name = "genied", version, about = "Self-hosted platform for managing voice AI agents")]
+#[command(
+    name = "genied",
+    version,
+    about = "Self-hosted platform for managing voice AI agents"
+)]
 pub struct Cli {
     /// Directory holding the database, documents and secrets.
-    #[arg(long, global = true, env = "GENIED_DATA_DIR", default_value = "./genied-data")]
+    #[arg(
+        long,
+        global = true,
+        env = "GENIED_DATA_DIR",
+        default_value = "./genied-data"
+    )]
     pub data_dir: PathBuf,
 
     /// Log line format.
     #[arg(long, global = true, env = "GENIED_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    /// Log filter, e.g. `info` or `genied=debug,tower_http=info`.
-    #[arg(long, global = true, env = "GENIED_LOG_LEVEL", default_value = "info")]
-    pub log_level: String,
+    /// Log filter, e.g. `info` or `genied=debug,tower_http=info`. Defaults to `info` for
+    /// `serve` and `warn` for the other commands, whose stderr is for errors.
+    #[arg(long, global = true, env = "GENIED_LOG_LEVEL")]
+    pub log_level: Option<String>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -125,7 +135,8 @@ fn api(e: ApiError) -> anyhow::Error {
 }
 
 fn open(data_dir: &std::path::Path) -> anyhow::Result<Db> {
-    std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
     Db::open(&data_dir.join("genied.db"))
 }
 
@@ -154,7 +165,12 @@ pub fn migrate(data_dir: &std::path::Path) -> anyhow::Result<()> {
 pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
     let db = open(data_dir)?;
     match cmd {
-        AdminCmd::CreateUser { email, name, role, password } => {
+        AdminCmd::CreateUser {
+            email,
+            name,
+            role,
+            password,
+        } => {
             let email = email.trim().to_string();
             if !email.contains('@') || email.len() > 254 {
                 bail!("'{email}' is not an email address");
@@ -164,9 +180,17 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
             let user = db
                 .write_blocking(move |c| {
                     if db::users::by_email(c, &e2)?.is_some() {
-                        return Err(ApiError::conflict(format!("a user with email {e2} already exists")));
+                        return Err(ApiError::conflict(format!(
+                            "a user with email {e2} already exists"
+                        )));
                     }
-                    Ok(db::users::insert(c, &e2, name.as_deref(), role, hash.as_deref())?)
+                    Ok(db::users::insert(
+                        c,
+                        &e2,
+                        name.as_deref(),
+                        role,
+                        hash.as_deref(),
+                    )?)
                 })
                 .map_err(api)?;
             print(&json!({"id": user.id, "email": user.email, "role": user.role}).to_string())
@@ -179,19 +203,35 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
             let secrets = Secrets::load_or_create(&data_dir.join("secrets"))?;
             let sid = db::new_id();
             let (s2, u2) = (sid.clone(), user.id.clone());
-            db.write_blocking(move |c| Ok(db::sessions::insert(c, &s2, &u2, None, None)?)).map_err(api)?;
-            print(&sessions::access_token(&secrets.jwt_key, &user.id, &sid, user.role, ttl_seconds))
+            db.write_blocking(move |c| Ok(db::sessions::insert(c, &s2, &u2, None, None)?))
+                .map_err(api)?;
+            print(&sessions::access_token(
+                &secrets.jwt_key,
+                &user.id,
+                &sid,
+                user.role,
+                ttl_seconds,
+            ))
         }
         AdminCmd::CreateKey { email, name, admin } => {
             let user = user_by_email(&db, &email)?;
             if admin && user.role != Role::InternalAdmin {
-                bail!("--admin keys are only for internal_admin users; {email} is {}", user.role.as_str());
+                bail!(
+                    "--admin keys are only for internal_admin users; {email} is {}",
+                    user.role.as_str()
+                );
             }
             let new = keys::generate(admin);
-            let (uid, prefix, hash) = (user.id.clone(), new.display_prefix.clone(), new.hash.clone());
+            let (uid, prefix, hash) = (
+                user.id.clone(),
+                new.display_prefix.clone(),
+                new.hash.clone(),
+            );
             db.write_blocking(move |c| {
                 if db::api_keys::count_active(c, &uid)? >= db::api_keys::MAX_ACTIVE_PER_USER {
-                    return Err(ApiError::validation("the user already has 5 active API keys; revoke one first"));
+                    return Err(ApiError::validation(
+                        "the user already has 5 active API keys; revoke one first",
+                    ));
                 }
                 Ok(db::api_keys::insert(c, &uid, &name, &prefix, &hash)?)
             })
@@ -199,32 +239,52 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
             print(&new.secret)
         }
         AdminCmd::ListUsers { json } => {
-            let users = db.read_blocking(|c| Ok(db::users::list(c, i64::MAX, 0)?)).map_err(api)?;
+            let users = db
+                .read_blocking(|c| Ok(db::users::list(c, i64::MAX, 0)?))
+                .map_err(api)?;
             if json {
                 return print(&serde_json::to_string(&users)?);
             }
-            print(&format!("{:<36}  {:<15}  {:<32}  NAME", "ID", "ROLE", "EMAIL"))?;
+            print(&format!(
+                "{:<36}  {:<15}  {:<32}  NAME",
+                "ID", "ROLE", "EMAIL"
+            ))?;
             for u in users {
-                print(&format!("{:<36}  {:<15}  {:<32}  {}", u.id, u.role.as_str(), u.email, u.full_name.unwrap_or_default()))?;
+                print(&format!(
+                    "{:<36}  {:<15}  {:<32}  {}",
+                    u.id,
+                    u.role.as_str(),
+                    u.email,
+                    u.full_name.unwrap_or_default()
+                ))?;
             }
             Ok(())
         }
         AdminCmd::ListKeys { email, json } => {
             let e = email.clone();
-            let keys = db.read_blocking(move |c| Ok(db::api_keys::list_for_user_email(c, &e)?)).map_err(api)?;
+            let keys = db
+                .read_blocking(move |c| Ok(db::api_keys::list_for_user_email(c, &e)?))
+                .map_err(api)?;
             if json {
                 return print(&serde_json::to_string(&keys)?);
             }
-            print(&format!("{:<36}  {:<8}  {:<16}  NAME", "ID", "STATUS", "PREFIX"))?;
+            print(&format!(
+                "{:<36}  {:<8}  {:<16}  NAME",
+                "ID", "STATUS", "PREFIX"
+            ))?;
             for k in keys {
-                print(&format!("{:<36}  {:<8}  {:<16}  {}", k.id, k.status, k.key_prefix, k.name))?;
+                print(&format!(
+                    "{:<36}  {:<8}  {:<16}  {}",
+                    k.id, k.status, k.key_prefix, k.name
+                ))?;
             }
             Ok(())
         }
         AdminCmd::SetRole { email, role, json } => {
             let user = user_by_email(&db, &email)?;
             let uid = user.id.clone();
-            db.write_blocking(move |c| Ok(db::users::set_role(c, &uid, role)?)).map_err(api)?;
+            db.write_blocking(move |c| Ok(db::users::set_role(c, &uid, role)?))
+                .map_err(api)?;
             if json {
                 print(&json!({"id": user.id, "email": user.email, "role": role}).to_string())
             } else {
@@ -232,13 +292,21 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
             }
         }
         AdminCmd::RevokeKey { id, json } => {
-            let id = uuid::Uuid::parse_str(&id).with_context(|| format!("'{id}' is not a key id (a UUID)"))?.to_string();
+            let id = uuid::Uuid::parse_str(&id)
+                .with_context(|| format!("'{id}' is not a key id (a UUID)"))?
+                .to_string();
             let i2 = id.clone();
-            let done = db.write_blocking(move |c| Ok(db::api_keys::revoke_any(c, &i2)?)).map_err(api)?;
+            let done = db
+                .write_blocking(move |c| Ok(db::api_keys::revoke_any(c, &i2)?))
+                .map_err(api)?;
             if !done {
                 bail!("no active API key with id {id}");
             }
-            if json { print(&json!({"id": id, "status": "revoked"}).to_string()) } else { print(&format!("revoked {id}")) }
+            if json {
+                print(&json!({"id": id, "status": "revoked"}).to_string())
+            } else {
+                print(&format!("revoked {id}"))
+            }
         }
         AdminCmd::Backup { out, json } => {
             if out.exists() {

@@ -11,7 +11,11 @@ pub struct Secret(pub String);
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"<redacted>\"" })
+        f.write_str(if self.0.is_empty() {
+            "\"\""
+        } else {
+            "\"<redacted>\""
+        })
     }
 }
 
@@ -42,7 +46,11 @@ pub struct Config {
     pub rate_limit_per_minute: u32,
 
     /// Requests a minute allowed per user signed in with a session token; 0 turns it off.
-    #[arg(long, env = "GENIED_SESSION_RATE_LIMIT_PER_MINUTE", default_value_t = 6000)]
+    #[arg(
+        long,
+        env = "GENIED_SESSION_RATE_LIMIT_PER_MINUTE",
+        default_value_t = 6000
+    )]
     pub session_rate_limit_per_minute: u32,
 
     /// Sign-in attempts a minute allowed per client address; 0 turns it off.

@@ -18,13 +18,22 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), retry_after: None }
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
     }
     pub fn validation(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
     }
     pub fn invalid_resource(resource: &str) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "INVALID_RESOURCE", format!("unknown resource '{resource}'"))
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_RESOURCE",
+            format!("unknown resource '{resource}'"),
+        )
     }
     pub fn invalid_action(resource: &str, action: &str) -> Self {
         Self::new(
@@ -35,10 +44,18 @@ impl ApiError {
     }
     /// `what` names the record kind, e.g. `not_found("api key")`.
     pub fn not_found(what: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", format!("{what} not found"))
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            format!("{what} not found"),
+        )
     }
     pub fn agent_not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "AGENT_NOT_FOUND", "genie not found or access denied")
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "AGENT_NOT_FOUND",
+            "genie not found or access denied",
+        )
     }
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
@@ -61,13 +78,21 @@ impl ApiError {
         )
     }
     pub fn key_not_found() -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "KEY_NOT_FOUND", "API key is unknown or revoked")
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "KEY_NOT_FOUND",
+            "API key is unknown or revoked",
+        )
     }
     pub fn invalid_token(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "INVALID_TOKEN", message)
     }
     pub fn invalid_credentials() -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", "email or password is wrong")
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "INVALID_CREDENTIALS",
+            "email or password is wrong",
+        )
     }
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(
@@ -93,7 +118,11 @@ impl ApiError {
     /// client only learns that something broke.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         tracing::error!(error = %detail, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", "internal server error")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            "internal server error",
+        )
     }
 
     /// The envelope for an HTTP status that was produced outside our handlers (unknown path,
@@ -113,14 +142,24 @@ impl ApiError {
             s if s >= 500 => ("INTERNAL_ERROR", "internal server error"),
             _ => ("VALIDATION_ERROR", "request failed"),
         };
-        let status = if status.as_u16() >= 500 { StatusCode::INTERNAL_SERVER_ERROR } else { status };
+        let status = if status.as_u16() >= 500 {
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            status
+        };
         Self::new(status, code, message)
     }
 }
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.code, self.status.as_u16(), self.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code,
+            self.status.as_u16(),
+            self.message
+        )
     }
 }
 
@@ -134,7 +173,8 @@ impl IntoResponse for ApiError {
         });
         let mut resp = (self.status, axum::Json(body)).into_response();
         if let Some(secs) = self.retry_after {
-            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }

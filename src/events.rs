@@ -34,7 +34,9 @@ pub struct Bus {
 
 impl Default for Bus {
     fn default() -> Self {
-        Bus { tx: broadcast::channel(1024).0 }
+        Bus {
+            tx: broadcast::channel(1024).0,
+        }
     }
 }
 

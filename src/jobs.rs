@@ -23,9 +23,16 @@ pub struct Job {
 
 /// Queues a job (inside the caller's transaction, so it commits with the change that needs
 /// it). `max_attempts` `None` retries until it succeeds.
-pub fn enqueue(c: &Connection, kind: &str, payload: &Value, delay: Duration, max_attempts: Option<i64>) -> rusqlite::Result<i64> {
+pub fn enqueue(
+    c: &Connection,
+    kind: &str,
+    payload: &Value,
+    delay: Duration,
+    max_attempts: Option<i64>,
+) -> rusqlite::Result<i64> {
     let ts = db::now();
-    let run_at = db::fmt_time(chrono::Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default());
+    let run_at =
+        db::fmt_time(chrono::Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default());
     c.execute(
         "INSERT INTO jobs (kind, payload, status, attempts, max_attempts, run_at, created_at, updated_at)
          VALUES (?1, ?2, 'pending', 0, ?3, ?4, ?5, ?5)",
@@ -65,9 +72,16 @@ fn finish(c: &Connection, job: &Job, outcome: &Result<(), String>) -> rusqlite::
             c.execute("DELETE FROM jobs WHERE id = ?1", [job.id])?;
         }
         Err(e) => {
-            let max: Option<i64> = c.query_row("SELECT max_attempts FROM jobs WHERE id = ?1", [job.id], |r| r.get(0))?;
+            let max: Option<i64> = c.query_row(
+                "SELECT max_attempts FROM jobs WHERE id = ?1",
+                [job.id],
+                |r| r.get(0),
+            )?;
             let dead = max.is_some_and(|m| job.attempts >= m);
-            let run_at = db::fmt_time(chrono::Utc::now() + chrono::Duration::from_std(backoff(job.attempts)).unwrap_or_default());
+            let run_at = db::fmt_time(
+                chrono::Utc::now()
+                    + chrono::Duration::from_std(backoff(job.attempts)).unwrap_or_default(),
+            );
             c.execute(
                 "UPDATE jobs SET status = ?2, last_error = ?3, run_at = ?4, updated_at = ?5 WHERE id = ?1",
                 params![job.id, if dead { "dead" } else { "pending" }, e, run_at, now],
@@ -79,12 +93,19 @@ fn finish(c: &Connection, job: &Job, outcome: &Result<(), String>) -> rusqlite::
 
 /// Makes jobs of a crashed process due again.
 pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
-    c.execute("UPDATE jobs SET status = 'pending', updated_at = ?1 WHERE status = 'running'", [db::now()])
+    c.execute(
+        "UPDATE jobs SET status = 'pending', updated_at = ?1 WHERE status = 'running'",
+        [db::now()],
+    )
 }
 
 /// Counts jobs not yet done (pending or running); used by tests and `admin check`.
 pub fn pending_count(c: &Connection) -> rusqlite::Result<i64> {
-    c.query_row("SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running')", [], |r| r.get(0))
+    c.query_row(
+        "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running')",
+        [],
+        |r| r.get(0),
+    )
 }
 
 /// Runs one job by kind. Each resource that queues work adds its kind here.
@@ -103,7 +124,9 @@ pub async fn run_due(app: &AppState) -> ApiResult<usize> {
         if let Err(e) = &outcome {
             tracing::warn!(job = job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
         }
-        app.db.write(move |c| Ok(finish(c, &job, &outcome)?)).await?;
+        app.db
+            .write(move |c| Ok(finish(c, &job, &outcome)?))
+            .await?;
         n += 1;
     }
     Ok(n)

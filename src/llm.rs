@@ -23,10 +23,20 @@ pub struct Message {
 
 impl Message {
     pub fn new(role: &str, content: impl Into<String>) -> Message {
-        Message { role: role.into(), content: Some(content.into()), tool_calls: None, tool_call_id: None }
+        Message {
+            role: role.into(),
+            content: Some(content.into()),
+            tool_calls: None,
+            tool_call_id: None,
+        }
     }
     pub fn tool_result(call_id: &str, content: impl Into<String>) -> Message {
-        Message { role: "tool".into(), content: Some(content.into()), tool_calls: None, tool_call_id: Some(call_id.into()) }
+        Message {
+            role: "tool".into(),
+            content: Some(content.into()),
+            tool_calls: None,
+            tool_call_id: Some(call_id.into()),
+        }
     }
 }
 
@@ -114,19 +124,40 @@ impl Llm {
 
     /// One chat-completions call. Errors are readable and never contain the API key.
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, String> {
-        let mut http = self.client.post(format!("{}/chat/completions", self.base_url)).json(req);
+        let mut http = self
+            .client
+            .post(format!("{}/chat/completions", self.base_url))
+            .json(req);
         if !self.api_key.0.is_empty() {
             http = http.bearer_auth(&self.api_key.0);
         }
-        let resp = http.send().await.map_err(|e| format!("LLM endpoint unreachable: {e}"))?;
+        let resp = http
+            .send()
+            .await
+            .map_err(|e| format!("LLM endpoint unreachable: {e}"))?;
         let status = resp.status();
-        let text = resp.text().await.map_err(|e| format!("LLM endpoint: reading the answer: {e}"))?;
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| format!("LLM endpoint: reading the answer: {e}"))?;
         if !status.is_success() {
             let excerpt: String = text.chars().take(300).collect();
-            return Err(format!("LLM endpoint answered {}: {excerpt}", status.as_u16()));
+            return Err(format!(
+                "LLM endpoint answered {}: {excerpt}",
+                status.as_u16()
+            ));
         }
-        let raw: RawResponse = serde_json::from_str(&text).map_err(|e| format!("LLM endpoint sent an unexpected answer: {e}"))?;
-        let choice = raw.choices.into_iter().next().ok_or("LLM endpoint sent no choices")?;
-        Ok(ChatResponse { message: choice.message, finish_reason: choice.finish_reason, usage: raw.usage.unwrap_or_default() })
+        let raw: RawResponse = serde_json::from_str(&text)
+            .map_err(|e| format!("LLM endpoint sent an unexpected answer: {e}"))?;
+        let choice = raw
+            .choices
+            .into_iter()
+            .next()
+            .ok_or("LLM endpoint sent no choices")?;
+        Ok(ChatResponse {
+            message: choice.message,
+            finish_reason: choice.finish_reason,
+            usage: raw.usage.unwrap_or_default(),
+        })
     }
 }

@@ -6,16 +6,35 @@ use clap::Parser;
 use genied::cli::{self, Cli, Command, LogFormat};
 
 fn init_logging(cli: &Cli, to_stdout: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
+    let level = cli
+        .log_level
+        .as_deref()
+        .unwrap_or(if to_stdout { "info" } else { "warn" });
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     use std::io::IsTerminal;
-    let tty = if to_stdout { std::io::stdout().is_terminal() } else { std::io::stderr().is_terminal() };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(tty);
+    let tty = if to_stdout {
+        std::io::stdout().is_terminal()
+    } else {
+        std::io::stderr().is_terminal()
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(tty);
     let writer = move || -> Box<dyn std::io::Write> {
-        if to_stdout { Box::new(std::io::stdout()) } else { Box::new(std::io::stderr()) }
+        if to_stdout {
+            Box::new(std::io::stdout())
+        } else {
+            Box::new(std::io::stderr())
+        }
     };
     match cli.log_format {
-        LogFormat::Json => builder.json().with_current_span(true).with_span_list(false).with_writer(writer).init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(writer)
+            .init(),
         LogFormat::Text => builder.with_writer(writer).init(),
     }
 }
@@ -27,7 +46,9 @@ fn main() -> ExitCode {
         Command::Serve(config) => {
             let mut config = *config;
             config.data_dir = cli.data_dir.clone();
-            tokio::runtime::Runtime::new().map_err(anyhow::Error::from).and_then(|rt| rt.block_on(serve(config)))
+            tokio::runtime::Runtime::new()
+                .map_err(anyhow::Error::from)
+                .and_then(|rt| rt.block_on(serve(config)))
         }
         Command::Migrate => cli::migrate(&cli.data_dir),
         Command::Admin(cmd) => cli::admin(&cli.data_dir, cmd),
@@ -47,7 +68,9 @@ async fn serve(config: genied::Config) -> anyhow::Result<()> {
     if let Some(message) = genied::app::bootstrap_first_admin(&app.state)? {
         eprint!("{message}");
     }
-    let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     genied::serve(app, listener, shutdown_signal()).await
 }
 

@@ -53,7 +53,9 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
             }
             let seg = v6.segments();
             // NAT64 (64:ff9b::/96) and IPv4-compatible (::a.b.c.d) embed an IPv4 address.
-            if (seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0, 0, 0, 0]) || seg[..6] == [0; 6] {
+            if (seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0, 0, 0, 0])
+                || seg[..6] == [0; 6]
+            {
                 let o = v6.octets();
                 return forbidden_v4(Ipv4Addr::new(o[12], o[13], o[14], o[15]));
             }
@@ -87,12 +89,18 @@ fn forbidden_v4(ip: Ipv4Addr) -> bool {
 /// Checks a URL before any request: http(s) only, no credentials, no forbidden IP literal.
 /// The WHATWG parser already normalises decimal, octal and hex IPv4 spellings.
 pub fn check_url(raw: &str, allow_private: bool) -> Result<Url, NetError> {
-    let url = Url::parse(raw.trim()).map_err(|e| NetError::Refused(format!("'{raw}' is not a valid URL: {e}")))?;
+    let url = Url::parse(raw.trim())
+        .map_err(|e| NetError::Refused(format!("'{raw}' is not a valid URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(NetError::Refused(format!("only http and https URLs are allowed, not '{}'", url.scheme())));
+        return Err(NetError::Refused(format!(
+            "only http and https URLs are allowed, not '{}'",
+            url.scheme()
+        )));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(NetError::Refused("URLs with embedded credentials are not allowed".into()));
+        return Err(NetError::Refused(
+            "URLs with embedded credentials are not allowed".into(),
+        ));
     }
     let ip = match url.host() {
         None => return Err(NetError::Refused(format!("'{raw}' has no host"))),
@@ -104,7 +112,9 @@ pub fn check_url(raw: &str, allow_private: bool) -> Result<Url, NetError> {
         && !allow_private
         && is_forbidden(ip)
     {
-        return Err(NetError::Refused(format!("address {ip} is not allowed (private, loopback or internal)")));
+        return Err(NetError::Refused(format!(
+            "address {ip} is not allowed (private, loopback or internal)"
+        )));
     }
     Ok(url)
 }
@@ -130,15 +140,22 @@ impl Resolve for GuardedResolver {
             };
             let host = name.as_str();
             // Names that are IP literals in disguise never reach DNS.
-            let ips: Vec<IpAddr> = if host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost") {
-                vec![IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)]
-            } else {
-                resolver.lookup_ip(host).await?.iter().collect()
-            };
+            let ips: Vec<IpAddr> =
+                if host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost") {
+                    vec![
+                        IpAddr::V4(Ipv4Addr::LOCALHOST),
+                        IpAddr::V6(Ipv6Addr::LOCALHOST),
+                    ]
+                } else {
+                    resolver.lookup_ip(host).await?.iter().collect()
+                };
             if !this.allow_private
                 && let Some(bad) = ips.iter().find(|ip| is_forbidden(**ip))
             {
-                return Err(format!("{host} resolves to {bad}, which is not allowed (private, loopback or internal)").into());
+                return Err(format!(
+                    "{host} resolves to {bad}, which is not allowed (private, loopback or internal)"
+                )
+                .into());
             }
             let addrs: Addrs = Box::new(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)));
             Ok(addrs)
@@ -155,7 +172,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_bytes: 5 * 1024 * 1024, timeout: Duration::from_secs(20) }
+        Limits {
+            max_bytes: 5 * 1024 * 1024,
+            timeout: Duration::from_secs(20),
+        }
     }
 }
 
@@ -175,7 +195,10 @@ impl Fetched {
         String::from_utf8_lossy(&self.body).into_owned()
     }
     pub fn content_type(&self) -> &str {
-        self.headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 }
 
@@ -188,7 +211,10 @@ pub struct Guarded {
 
 impl Guarded {
     pub fn new(allow_private: bool) -> Guarded {
-        let resolver = GuardedResolver { allow_private, resolver: Arc::new(OnceLock::new()) };
+        let resolver = GuardedResolver {
+            allow_private,
+            resolver: Arc::new(OnceLock::new()),
+        };
         let redirect = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= 5 {
                 attempt.error("too many redirects (more than 5)")
@@ -206,7 +232,10 @@ impl Guarded {
             .user_agent(concat!("genied/", env!("CARGO_PKG_VERSION")))
             .build()
             .expect("static client configuration");
-        Guarded { client, allow_private }
+        Guarded {
+            client,
+            allow_private,
+        }
     }
 
     pub fn check(&self, url: &str) -> Result<Url, NetError> {
@@ -214,7 +243,8 @@ impl Guarded {
     }
 
     pub async fn get(&self, url: &str, limits: Limits) -> Result<Fetched, NetError> {
-        self.fetch(Method::GET, url, HeaderMap::new(), None, limits).await
+        self.fetch(Method::GET, url, HeaderMap::new(), None, limits)
+            .await
     }
 
     /// Sends one request and reads at most `limits.max_bytes` of the answer.
@@ -227,12 +257,20 @@ impl Guarded {
         limits: Limits,
     ) -> Result<Fetched, NetError> {
         let url = self.check(url)?;
-        let mut req = self.client.request(method, url).headers(headers).timeout(limits.timeout);
+        let mut req = self
+            .client
+            .request(method, url)
+            .headers(headers)
+            .timeout(limits.timeout);
         if let Some(b) = body {
             req = req.body(b);
         }
         let mut resp = req.send().await.map_err(describe)?;
-        let (status, headers, final_url) = (resp.status().as_u16(), resp.headers().clone(), resp.url().clone());
+        let (status, headers, final_url) = (
+            resp.status().as_u16(),
+            resp.headers().clone(),
+            resp.url().clone(),
+        );
         let mut body = Vec::new();
         let mut truncated = false;
         while let Some(chunk) = resp.chunk().await.map_err(describe)? {
@@ -244,7 +282,13 @@ impl Guarded {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(Fetched { status, headers, body: Bytes::from(body), url: final_url, truncated })
+        Ok(Fetched {
+            status,
+            headers,
+            body: Bytes::from(body),
+            url: final_url,
+            truncated,
+        })
     }
 }
 
@@ -304,12 +348,21 @@ mod tests {
             "http://100.64.0.1/",
             "http://[64:ff9b::7f00:1]/",
         ] {
-            assert!(matches!(check_url(url, false), Err(NetError::Refused(_))), "{url} should be refused");
+            assert!(
+                matches!(check_url(url, false), Err(NetError::Refused(_))),
+                "{url} should be refused"
+            );
         }
         assert!(check_url("http://127.0.0.1/", true).is_ok());
         assert!(check_url("https://93.184.215.14/", false).is_ok());
         assert!(check_url("https://example.com/page", false).is_ok());
-        assert!(matches!(check_url("file:///etc/passwd", false), Err(NetError::Refused(_))));
-        assert!(matches!(check_url("http://user:pw@example.com/", false), Err(NetError::Refused(_))));
+        assert!(matches!(
+            check_url("file:///etc/passwd", false),
+            Err(NetError::Refused(_))
+        ));
+        assert!(matches!(
+            check_url("http://user:pw@example.com/", false),
+            Err(NetError::Refused(_))
+        ));
     }
 }

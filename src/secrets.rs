@@ -26,8 +26,14 @@ impl Secrets {
         ensure_private_dir(dir)?;
         let jwt_key = load_or_create_key(&dir.join("jwt.key"), 64)?;
         let master = load_or_create_key(&dir.join("master.key"), 32)?;
-        let master_key: [u8; 32] = master.as_slice().try_into().context("master.key must hold 32 bytes")?;
-        Ok(Secrets { jwt_key, master_key })
+        let master_key: [u8; 32] = master
+            .as_slice()
+            .try_into()
+            .context("master.key must hold 32 bytes")?;
+        Ok(Secrets {
+            jwt_key,
+            master_key,
+        })
     }
 }
 
@@ -40,7 +46,8 @@ pub fn ensure_private_dir(dir: &Path) -> anyhow::Result<()> {
 /// Keys are stored hex-encoded so an operator can inspect or replace them with a text editor.
 fn load_or_create_key(path: &PathBuf, len: usize) -> anyhow::Result<Vec<u8>> {
     if path.exists() {
-        let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         return hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()));
     }
     let mut key = vec![0u8; len];

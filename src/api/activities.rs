@@ -46,7 +46,9 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             };
             let mut from = parse_bound(q.filters.from.as_deref(), "data.filters.from")?;
             if let Some(days) = date_range_days(q.filters.date_range.as_deref())? {
-                from = Some(db::fmt_time(chrono::Utc::now() - chrono::Duration::days(days)));
+                from = Some(db::fmt_time(
+                    chrono::Utc::now() - chrono::Duration::days(days),
+                ));
             }
             let filter = Filter {
                 user_id,
@@ -55,8 +57,13 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 from,
                 to: parse_bound(q.filters.to.as_deref(), "data.filters.to")?,
             };
-            let (rows, total) = ctx.db().read(move |c| Ok(db::activities::list(c, &filter, limit, offset)?)).await?;
-            Ok(Reply::ok(json!({"activities": rows, "count": total, "limit": limit, "offset": offset})))
+            let (rows, total) = ctx
+                .db()
+                .read(move |c| Ok(db::activities::list(c, &filter, limit, offset)?))
+                .await?;
+            Ok(Reply::ok(
+                json!({"activities": rows, "count": total, "limit": limit, "offset": offset}),
+            ))
         }
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
@@ -69,7 +76,9 @@ pub fn date_range_days(v: Option<&str>) -> ApiResult<Option<i64>> {
         Some("7d") => Ok(Some(7)),
         Some("30d") => Ok(Some(30)),
         Some("90d") => Ok(Some(90)),
-        Some(other) => Err(ApiError::validation(format!("dateRange must be one of 7d, 30d, 90d, all (got '{other}')"))),
+        Some(other) => Err(ApiError::validation(format!(
+            "dateRange must be one of 7d, 30d, 90d, all (got '{other}')"
+        ))),
     }
 }
 

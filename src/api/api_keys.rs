@@ -21,14 +21,19 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let uid = ctx.user_id().to_string();
     match req.action.as_str() {
         "all" | "list" => {
-            let keys = ctx.db().read(move |c| Ok(db::api_keys::list(c, &uid)?)).await?;
+            let keys = ctx
+                .db()
+                .read(move |c| Ok(db::api_keys::list(c, &uid)?))
+                .await?;
             Ok(Reply::ok(json!({"count": keys.len(), "api_keys": keys})))
         }
         "create" => {
             let body: CreateKey = req.data()?;
             let name = body.name.trim().to_string();
             if name.is_empty() || name.chars().count() > 100 {
-                return Err(ApiError::validation("data.name is required and must be at most 100 characters"));
+                return Err(ApiError::validation(
+                    "data.name is required and must be at most 100 characters",
+                ));
             }
             let new = keys::generate(false);
             let (prefix, hash) = (new.display_prefix.clone(), new.hash.clone());
@@ -43,24 +48,37 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                     Ok(db::api_keys::insert(c, &uid, &name, &prefix, &hash)?)
                 })
                 .await?;
-            ctx.app.bus.emit(Event::new("api_key.created", ctx.user_id(), json!(record)));
+            ctx.app
+                .bus
+                .emit(Event::new("api_key.created", ctx.user_id(), json!(record)));
             let mut shown = json!(record);
             shown["key"] = json!(new.secret);
-            Ok(Reply::created(json!({"api_key": shown})).record(&record.id).summary(format!("created API key '{}'", record.name)))
+            Ok(Reply::created(json!({"api_key": shown}))
+                .record(&record.id)
+                .summary(format!("created API key '{}'", record.name)))
         }
         "revoke" => {
             let id = req.uuid()?;
             let record = ctx
                 .db()
-                .write(move |c| db::api_keys::revoke(c, &uid, &id)?.ok_or_else(|| ApiError::not_found("API key")))
+                .write(move |c| {
+                    db::api_keys::revoke(c, &uid, &id)?
+                        .ok_or_else(|| ApiError::not_found("API key"))
+                })
                 .await?;
-            ctx.app.bus.emit(Event::new("api_key.revoked", ctx.user_id(), json!(record)));
-            Ok(Reply::ok(json!({"api_key": record})).summary(format!("revoked API key '{}'", record.name)))
+            ctx.app
+                .bus
+                .emit(Event::new("api_key.revoked", ctx.user_id(), json!(record)));
+            Ok(Reply::ok(json!({"api_key": record}))
+                .summary(format!("revoked API key '{}'", record.name)))
         }
         "delete" => {
             let id = req.uuid()?;
             let id2 = id.clone();
-            let gone = ctx.db().write(move |c| Ok(db::api_keys::delete(c, &uid, &id2)?)).await?;
+            let gone = ctx
+                .db()
+                .write(move |c| Ok(db::api_keys::delete(c, &uid, &id2)?))
+                .await?;
             if !gone {
                 return Err(ApiError::not_found("API key"));
             }

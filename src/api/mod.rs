@@ -45,8 +45,20 @@ pub fn canonical_resource(name: &str) -> Option<&'static str> {
 
 /// Actions that only read. Everything else is a mutation: audited, and refused to consumers.
 const READ_ACTIONS: &[&str] = &[
-    "get", "all", "list", "stats", "getLogs", "runs", "list-credentials", "search", "deliveries",
-    "unread-count", "usage", "favorites", "members", "count",
+    "get",
+    "all",
+    "list",
+    "stats",
+    "getLogs",
+    "runs",
+    "list-credentials",
+    "search",
+    "deliveries",
+    "unread-count",
+    "usage",
+    "favorites",
+    "members",
+    "count",
 ];
 
 pub fn is_read_action(action: &str) -> bool {
@@ -98,7 +110,10 @@ impl ActionRequest {
         match &self.id {
             Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
             Some(Value::Number(n)) => Ok(n.to_string()),
-            None | Some(Value::Null) => Err(ApiError::validation(format!("id is required for action '{}'", self.action))),
+            None | Some(Value::Null) => Err(ApiError::validation(format!(
+                "id is required for action '{}'",
+                self.action
+            ))),
             Some(_) => Err(ApiError::validation("id must be a string or a number")),
         }
     }
@@ -111,7 +126,8 @@ impl ActionRequest {
     /// The `id` as an integer (leads).
     pub fn int_id(&self) -> ApiResult<i64> {
         let s = self.id_str()?;
-        s.parse::<i64>().map_err(|_| ApiError::validation("id must be an integer"))
+        s.parse::<i64>()
+            .map_err(|_| ApiError::validation("id must be an integer"))
     }
 }
 
@@ -119,7 +135,11 @@ impl ActionRequest {
 pub fn parse_value<T: DeserializeOwned>(v: &Value, root: &str) -> ApiResult<T> {
     serde_path_to_error::deserialize(v.clone()).map_err(|e| {
         let path = e.path().to_string();
-        let at = if path == "." { root.to_string() } else { format!("{root}.{path}") };
+        let at = if path == "." {
+            root.to_string()
+        } else {
+            format!("{root}.{path}")
+        };
         ApiError::validation(format!("{at}: {}", e.inner()))
     })
 }
@@ -131,10 +151,17 @@ pub fn parse_uuid(s: &str, field: &str) -> ApiResult<String> {
 }
 
 /// Validates `limit`/`offset`: `limit` in 1..=max (default `default`), `offset` ≥ 0.
-pub fn page(limit: Option<i64>, offset: Option<i64>, default: i64, max: i64) -> ApiResult<(i64, i64)> {
+pub fn page(
+    limit: Option<i64>,
+    offset: Option<i64>,
+    default: i64,
+    max: i64,
+) -> ApiResult<(i64, i64)> {
     let limit = limit.unwrap_or(default);
     if !(1..=max).contains(&limit) {
-        return Err(ApiError::validation(format!("limit must be between 1 and {max}")));
+        return Err(ApiError::validation(format!(
+            "limit must be between 1 and {max}"
+        )));
     }
     let offset = offset.unwrap_or(0);
     if offset < 0 {
@@ -155,13 +182,24 @@ pub struct Reply {
 
 impl Reply {
     pub fn ok(data: Value) -> Reply {
-        Reply { status: StatusCode::OK, data, record_id: None, summary: None }
+        Reply {
+            status: StatusCode::OK,
+            data,
+            record_id: None,
+            summary: None,
+        }
     }
     pub fn created(data: Value) -> Reply {
-        Reply { status: StatusCode::CREATED, ..Reply::ok(data) }
+        Reply {
+            status: StatusCode::CREATED,
+            ..Reply::ok(data)
+        }
     }
     pub fn accepted(data: Value) -> Reply {
-        Reply { status: StatusCode::ACCEPTED, ..Reply::ok(data) }
+        Reply {
+            status: StatusCode::ACCEPTED,
+            ..Reply::ok(data)
+        }
     }
     pub fn deleted(id: &str) -> Reply {
         Reply::ok(json!({"id": id, "deleted": true})).record(id)
@@ -179,7 +217,10 @@ impl Reply {
 pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
     let mutating = !is_read_action(&req.action);
     // Consumers are read-only, except for their own profile.
-    if mutating && !ctx.principal.can_write() && !(req.resource == "profiles" && req.action == "update") {
+    if mutating
+        && !ctx.principal.can_write()
+        && !(req.resource == "profiles" && req.action == "update")
+    {
         return Err(ApiError::forbidden("consumers have read-only access"));
     }
     let reply = match req.resource {
@@ -201,8 +242,16 @@ async fn audit(ctx: &Ctx, req: &ActionRequest, reply: &Reply) {
         .clone()
         .or_else(|| req.id_str().ok())
         .or_else(|| find_record_id(&reply.data));
-    let summary = reply.summary.clone().unwrap_or_else(|| format!("{} {}", req.action, req.resource));
-    let (user, resource, action, ip) = (ctx.user_id().to_string(), req.resource, req.action.clone(), ctx.ip.clone());
+    let summary = reply
+        .summary
+        .clone()
+        .unwrap_or_else(|| format!("{} {}", req.action, req.resource));
+    let (user, resource, action, ip) = (
+        ctx.user_id().to_string(),
+        req.resource,
+        req.action.clone(),
+        ctx.ip.clone(),
+    );
     let res = ctx
         .db()
         .write(move |c| {

@@ -22,7 +22,9 @@ struct UpdateProfile {
 /// Distinguishes an absent member (leave as is) from an explicit `null` (clear it).
 pub mod double_option {
     use serde::{Deserialize, Deserializer};
-    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
         Option::<T>::deserialize(d).map(Some)
     }
 }
@@ -44,8 +46,13 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             if target != ctx.user_id() && !ctx.principal.is_admin() {
                 return Err(ApiError::not_found("profile"));
             }
-            let user = ctx.db().read(move |c| Ok(db::users::get(c, &target)?)).await?;
-            Ok(Reply::ok(json!({"profile": user.ok_or_else(|| ApiError::not_found("profile"))?})))
+            let user = ctx
+                .db()
+                .read(move |c| Ok(db::users::get(c, &target)?))
+                .await?;
+            Ok(Reply::ok(
+                json!({"profile": user.ok_or_else(|| ApiError::not_found("profile"))?}),
+            ))
         }
         "all" | "list" => {
             ctx.principal.require_admin()?;
@@ -55,13 +62,17 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 .db()
                 .read(move |c| Ok((db::users::list(c, limit, offset)?, db::users::count(c)?)))
                 .await?;
-            Ok(Reply::ok(json!({"profiles": users, "count": total, "limit": limit, "offset": offset})))
+            Ok(Reply::ok(
+                json!({"profiles": users, "count": total, "limit": limit, "offset": offset}),
+            ))
         }
         "update" => {
             if let Ok(id) = req.uuid()
                 && id != ctx.user_id()
             {
-                return Err(ApiError::forbidden("profiles can only be updated by their owner"));
+                return Err(ApiError::forbidden(
+                    "profiles can only be updated by their owner",
+                ));
             }
             let body: UpdateProfile = req.data()?;
             let update = validate(body)?;
@@ -74,7 +85,9 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 })
                 .await?
                 .ok_or_else(|| ApiError::not_found("profile"))?;
-            Ok(Reply::ok(json!({"profile": user})).record(ctx.user_id()).summary("updated profile"))
+            Ok(Reply::ok(json!({"profile": user}))
+                .record(ctx.user_id())
+                .summary("updated profile"))
         }
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
@@ -84,22 +97,33 @@ fn validate(b: UpdateProfile) -> ApiResult<ProfileUpdate> {
     if let Some(Some(n)) = &b.full_name
         && n.chars().count() > 200
     {
-        return Err(ApiError::validation("data.full_name must be at most 200 characters"));
+        return Err(ApiError::validation(
+            "data.full_name must be at most 200 characters",
+        ));
     }
     if let Some(Some(u)) = &b.avatar_url
         && !(u.starts_with("https://") || u.starts_with("http://"))
     {
-        return Err(ApiError::validation("data.avatar_url must be an http(s) URL"));
+        return Err(ApiError::validation(
+            "data.avatar_url must be an http(s) URL",
+        ));
     }
     if let Some(Some(tz)) = &b.timezone
         && tz.parse::<chrono_tz::Tz>().is_err()
     {
-        return Err(ApiError::validation(format!("data.timezone: unknown time zone '{tz}' (use an IANA name such as Europe/Berlin)")));
+        return Err(ApiError::validation(format!(
+            "data.timezone: unknown time zone '{tz}' (use an IANA name such as Europe/Berlin)"
+        )));
     }
     if let Some(p) = &b.preferences
         && !p.is_object()
     {
         return Err(ApiError::validation("data.preferences must be an object"));
     }
-    Ok(ProfileUpdate { full_name: b.full_name, avatar_url: b.avatar_url, timezone: b.timezone, preferences: b.preferences })
+    Ok(ProfileUpdate {
+        full_name: b.full_name,
+        avatar_url: b.avatar_url,
+        timezone: b.timezone,
+        preferences: b.preferences,
+    })
 }

@@ -22,7 +22,11 @@ pub fn generate(admin: bool) -> NewKey {
     let prefix = if admin { ADMIN_PREFIX } else { LIVE_PREFIX };
     let secret = format!("{prefix}{body}");
     let display_prefix = format!("{prefix}{}", &body[..6]);
-    NewKey { hash: hash(&secret), secret, display_prefix }
+    NewKey {
+        hash: hash(&secret),
+        secret,
+        display_prefix,
+    }
 }
 
 /// Keys carry 256 bits of entropy, so a plain SHA-256 is a sound at-rest form: there is

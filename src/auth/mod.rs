@@ -33,13 +33,19 @@ impl Principal {
     /// when absent, an error naming the option when a non-admin sets it.
     pub fn admin_option(&self, name: &str, requested: bool) -> ApiResult<bool> {
         if requested && !self.is_admin() {
-            return Err(ApiError::forbidden(format!("'{name}' is only available to internal admins")));
+            return Err(ApiError::forbidden(format!(
+                "'{name}' is only available to internal admins"
+            )));
         }
         Ok(requested)
     }
 
     pub fn require_admin(&self) -> ApiResult<()> {
-        if self.is_admin() { Ok(()) } else { Err(ApiError::forbidden("only internal admins may do this")) }
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden("only internal admins may do this"))
+        }
     }
 
     /// Consumers have read-only access.
@@ -80,9 +86,13 @@ impl Credential {
             }
             return Ok(Credential::ApiKey(v.to_string()));
         }
-        let Some(v) = h.get(header::AUTHORIZATION) else { return Err(ApiError::unauthorized()) };
+        let Some(v) = h.get(header::AUTHORIZATION) else {
+            return Err(ApiError::unauthorized());
+        };
         let v = v.to_str().map_err(|_| ApiError::unauthorized())?.trim();
-        let Some((scheme, value)) = v.split_once(' ') else { return Err(ApiError::unauthorized()) };
+        let Some((scheme, value)) = v.split_once(' ') else {
+            return Err(ApiError::unauthorized());
+        };
         let value = value.trim();
         if !scheme.eq_ignore_ascii_case("bearer") || value.is_empty() {
             return Err(ApiError::unauthorized());
@@ -97,27 +107,51 @@ impl Credential {
 
 /// Checks the credential. `session_only` is set for the api-keys resource, where the spec
 /// answers any API key, valid or not, with `INVALID_TOKEN`.
-pub async fn authenticate(app: &AppState, cred: Credential, session_only: bool) -> ApiResult<Principal> {
+pub async fn authenticate(
+    app: &AppState,
+    cred: Credential,
+    session_only: bool,
+) -> ApiResult<Principal> {
     match cred {
-        Credential::ApiKey(_) if session_only => {
-            Err(ApiError::invalid_token("the api-keys resource accepts session tokens only, not API keys"))
-        }
+        Credential::ApiKey(_) if session_only => Err(ApiError::invalid_token(
+            "the api-keys resource accepts session tokens only, not API keys",
+        )),
         Credential::ApiKey(key) => {
             if !keys::has_valid_prefix(&key) {
                 return Err(ApiError::invalid_key_prefix());
             }
             let hash = keys::hash(&key);
-            let owner = app.db.read(move |c| Ok(db::api_keys::find_by_hash(c, &hash)?)).await?;
-            let owner = owner.filter(|o| o.active).ok_or_else(ApiError::key_not_found)?;
+            let owner = app
+                .db
+                .read(move |c| Ok(db::api_keys::find_by_hash(c, &hash)?))
+                .await?;
+            let owner = owner
+                .filter(|o| o.active)
+                .ok_or_else(ApiError::key_not_found)?;
             touch_key(app, &owner.key_id, owner.last_used_at.as_deref());
-            Ok(Principal { user_id: owner.user_id, role: owner.role, via: Via::ApiKey { key_id: owner.key_id } })
+            Ok(Principal {
+                user_id: owner.user_id,
+                role: owner.role,
+                via: Via::ApiKey {
+                    key_id: owner.key_id,
+                },
+            })
         }
         Credential::Token(token) => {
             let claims = sessions::decode(&app.secrets.jwt_key, &token)?;
             let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
-            let role = app.db.read(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?)).await?;
+            let role = app
+                .db
+                .read(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
+                .await?;
             let role = role.ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
-            Ok(Principal { user_id: claims.sub, role, via: Via::Session { session_id: claims.sid } })
+            Ok(Principal {
+                user_id: claims.sub,
+                role,
+                via: Via::Session {
+                    session_id: claims.sid,
+                },
+            })
         }
     }
 }
@@ -134,7 +168,10 @@ fn touch_key(app: &AppState, key_id: &str, last_used_at: Option<&str>) {
     }
     let (db, id, at) = (app.db.clone(), key_id.to_string(), db::fmt_time(now));
     tokio::spawn(async move {
-        if let Err(e) = db.write(move |c| Ok(db::api_keys::touch(c, &id, &at)?)).await {
+        if let Err(e) = db
+            .write(move |c| Ok(db::api_keys::touch(c, &id, &at)?))
+            .await
+        {
             tracing::warn!(error = %e, "could not record API key use");
         }
     });

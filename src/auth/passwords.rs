@@ -1,8 +1,10 @@
 //! argon2id password hashes, computed on blocking threads (each takes tens of milliseconds
 //! by design).
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
 use argon2::Argon2;
+use argon2::password_hash::{
+    PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng,
+};
 
 pub fn hash(password: &str) -> anyhow::Result<String> {
     let salt = SaltString::generate(&mut OsRng);
@@ -14,7 +16,11 @@ pub fn hash(password: &str) -> anyhow::Result<String> {
 
 pub fn verify(password: &str, stored: &str) -> bool {
     PasswordHash::new(stored)
-        .map(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+        .map(|h| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &h)
+                .is_ok()
+        })
         .unwrap_or(false)
 }
 
@@ -22,5 +28,7 @@ pub fn verify(password: &str, stored: &str) -> bool {
 /// failed sign-in takes the same time either way.
 pub fn decoy_hash() -> &'static str {
     static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    DECOY.get_or_init(|| hash("decoy password that is never valid").expect("argon2 with default params"))
+    DECOY.get_or_init(|| {
+        hash("decoy password that is never valid").expect("argon2 with default params")
+    })
 }

@@ -20,8 +20,12 @@ pub struct Claims {
 }
 
 pub fn encode(jwt_key: &[u8], claims: &Claims) -> String {
-    jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &EncodingKey::from_secret(jwt_key))
-        .expect("HS256 encoding of plain claims cannot fail")
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(jwt_key),
+    )
+    .expect("HS256 encoding of plain claims cannot fail")
 }
 
 pub fn decode(jwt_key: &[u8], token: &str) -> ApiResult<Claims> {
@@ -31,7 +35,9 @@ pub fn decode(jwt_key: &[u8], token: &str) -> ApiResult<Claims> {
     jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(jwt_key), &v)
         .map(|d| d.claims)
         .map_err(|e| match e.kind() {
-            jsonwebtoken::errors::ErrorKind::ExpiredSignature => ApiError::invalid_token("access token has expired"),
+            jsonwebtoken::errors::ErrorKind::ExpiredSignature => {
+                ApiError::invalid_token("access token has expired")
+            }
             _ => ApiError::invalid_token("access token is malformed or its signature is invalid"),
         })
 }
@@ -53,7 +59,16 @@ fn random_token() -> String {
 
 pub fn access_token(jwt_key: &[u8], user_id: &str, sid: &str, role: Role, ttl_secs: u64) -> String {
     let iat = chrono::Utc::now().timestamp();
-    encode(jwt_key, &Claims { sub: user_id.into(), sid: sid.into(), role, iat, exp: iat + ttl_secs as i64 })
+    encode(
+        jwt_key,
+        &Claims {
+            sub: user_id.into(),
+            sid: sid.into(),
+            role,
+            iat,
+            exp: iat + ttl_secs as i64,
+        },
+    )
 }
 
 fn refresh_expiry(ttl_secs: u64) -> String {
@@ -71,8 +86,14 @@ pub async fn open(
 ) -> ApiResult<TokenPair> {
     let sid = db::new_id();
     let refresh = random_token();
-    let (rh, uid, sid2, exp) = (keys::hash(&refresh), user_id.to_string(), sid.clone(), refresh_expiry(refresh_ttl));
-    db.write(move |c| Ok(db::sessions::insert(c, &sid2, &uid, Some(&rh), Some(&exp))?)).await?;
+    let (rh, uid, sid2, exp) = (
+        keys::hash(&refresh),
+        user_id.to_string(),
+        sid.clone(),
+        refresh_expiry(refresh_ttl),
+    );
+    db.write(move |c| Ok(db::sessions::insert(c, &sid2, &uid, Some(&rh), Some(&exp))?))
+        .await?;
     Ok(TokenPair {
         access_token: access_token(jwt_key, user_id, &sid, role, access_ttl),
         refresh_token: refresh,
@@ -82,11 +103,24 @@ pub async fn open(
 }
 
 /// Exchanges a refresh token for a new pair; the presented token stops working.
-pub async fn refresh(db: &Db, jwt_key: &[u8], refresh_token: &str, access_ttl: u64, refresh_ttl: u64) -> ApiResult<TokenPair> {
+pub async fn refresh(
+    db: &Db,
+    jwt_key: &[u8],
+    refresh_token: &str,
+    access_ttl: u64,
+    refresh_ttl: u64,
+) -> ApiResult<TokenPair> {
     let new_refresh = random_token();
-    let (old, new, exp) = (keys::hash(refresh_token), keys::hash(&new_refresh), refresh_expiry(refresh_ttl));
-    let found = db.write(move |c| Ok(db::sessions::rotate_refresh(c, &old, &new, &exp)?)).await?;
-    let (sid, uid, role) = found.ok_or_else(|| ApiError::invalid_token("refresh token is unknown, used or expired"))?;
+    let (old, new, exp) = (
+        keys::hash(refresh_token),
+        keys::hash(&new_refresh),
+        refresh_expiry(refresh_ttl),
+    );
+    let found = db
+        .write(move |c| Ok(db::sessions::rotate_refresh(c, &old, &new, &exp)?))
+        .await?;
+    let (sid, uid, role) = found
+        .ok_or_else(|| ApiError::invalid_token("refresh token is unknown, used or expired"))?;
     Ok(TokenPair {
         access_token: access_token(jwt_key, &uid, &sid, role, access_ttl),
         refresh_token: new_refresh,

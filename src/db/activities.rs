@@ -31,7 +31,16 @@ pub fn insert(c: &Connection, a: &NewActivity) -> rusqlite::Result<()> {
         "INSERT INTO activities (id, user_id, resource, action, record_id, summary, ip, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
-    .execute(params![new_id(), a.user_id, a.resource, a.action, a.record_id, a.summary, a.ip, now()])?;
+    .execute(params![
+        new_id(),
+        a.user_id,
+        a.resource,
+        a.action,
+        a.record_id,
+        a.summary,
+        a.ip,
+        now()
+    ])?;
     Ok(())
 }
 
@@ -70,7 +79,12 @@ fn where_clause(f: &Filter) -> (String, Vec<Box<dyn ToSql>>) {
     (sql, args)
 }
 
-pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Result<(Vec<Activity>, i64)> {
+pub fn list(
+    c: &Connection,
+    f: &Filter,
+    limit: i64,
+    offset: i64,
+) -> rusqlite::Result<(Vec<Activity>, i64)> {
     let (w, mut args) = where_clause(f);
     let total: i64 = c.query_row(
         &format!("SELECT COUNT(*) FROM activities{w}"),

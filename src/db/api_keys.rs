@@ -41,7 +41,13 @@ pub fn count_active(c: &Connection, user_id: &str) -> rusqlite::Result<i64> {
     )
 }
 
-pub fn insert(c: &Connection, user_id: &str, name: &str, key_prefix: &str, key_hash: &str) -> rusqlite::Result<ApiKey> {
+pub fn insert(
+    c: &Connection,
+    user_id: &str,
+    name: &str,
+    key_prefix: &str,
+    key_hash: &str,
+) -> rusqlite::Result<ApiKey> {
     let id = new_id();
     c.execute(
         "INSERT INTO api_keys (id, user_id, name, key_prefix, key_hash, status, created_at)
@@ -87,7 +93,10 @@ pub fn revoke_any(c: &Connection, id: &str) -> rusqlite::Result<bool> {
 }
 
 pub fn delete(c: &Connection, user_id: &str, id: &str) -> rusqlite::Result<bool> {
-    Ok(c.execute("DELETE FROM api_keys WHERE id = ?1 AND user_id = ?2", [id, user_id])? == 1)
+    Ok(c.execute(
+        "DELETE FROM api_keys WHERE id = ?1 AND user_id = ?2",
+        [id, user_id],
+    )? == 1)
 }
 
 /// What authentication needs to know about a presented key.
@@ -119,7 +128,10 @@ pub fn find_by_hash(c: &Connection, key_hash: &str) -> rusqlite::Result<Option<K
 }
 
 pub fn touch(c: &Connection, id: &str, at: &str) -> rusqlite::Result<()> {
-    c.execute("UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1", [id, at])?;
+    c.execute(
+        "UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1",
+        [id, at],
+    )?;
     Ok(())
 }
 

@@ -40,10 +40,22 @@ impl Db {
         writer.execute_batch(PRAGMAS)?;
         embedded::migrations::runner().run(&mut writer)?;
         let manager = SqliteConnectionManager::file(path)
-            .with_flags(OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
-            .with_init(|c| c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str()));
-        let read = r2d2::Pool::builder().max_size(8).min_idle(Some(1)).build(manager)?;
-        Ok(Db { read, write: Arc::new(Mutex::new(writer)) })
+            .with_flags(
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .with_init(|c| {
+                c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())
+            });
+        let read = r2d2::Pool::builder()
+            .max_size(8)
+            .min_idle(Some(1))
+            .build(manager)?;
+        Ok(Db {
+            read,
+            write: Arc::new(Mutex::new(writer)),
+        })
     }
 
     /// Applies pending migrations and returns every applied version, oldest first.
@@ -52,7 +64,11 @@ impl Db {
         conn.execute_batch(PRAGMAS)?;
         let runner = embedded::migrations::runner();
         runner.run(&mut conn)?;
-        let mut versions: Vec<i32> = runner.get_applied_migrations(&mut conn)?.iter().map(|m| m.version()).collect();
+        let mut versions: Vec<i32> = runner
+            .get_applied_migrations(&mut conn)?
+            .iter()
+            .map(|m| m.version())
+            .collect();
         versions.sort_unstable();
         Ok(versions)
     }
@@ -103,7 +119,10 @@ impl Db {
     }
 }
 
-fn write_sync<T>(writer: &Mutex<Connection>, f: impl FnOnce(&Transaction) -> ApiResult<T>) -> ApiResult<T> {
+fn write_sync<T>(
+    writer: &Mutex<Connection>,
+    f: impl FnOnce(&Transaction) -> ApiResult<T>,
+) -> ApiResult<T> {
     // A panic inside a previous write poisons the mutex but leaves the connection usable:
     // its transaction was dropped, which rolled it back.
     let mut conn = writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -144,5 +163,6 @@ pub fn new_id() -> String {
 
 /// Parses a JSON column, tolerating NULL and garbage as `default`.
 pub fn json_col(s: Option<String>, default: serde_json::Value) -> serde_json::Value {
-    s.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(default)
+    s.and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(default)
 }

@@ -6,7 +6,13 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::now;
 use crate::db::users::Role;
 
-pub fn insert(c: &Connection, id: &str, user_id: &str, refresh_hash: Option<&str>, refresh_expires_at: Option<&str>) -> rusqlite::Result<()> {
+pub fn insert(
+    c: &Connection,
+    id: &str,
+    user_id: &str,
+    refresh_hash: Option<&str>,
+    refresh_expires_at: Option<&str>,
+) -> rusqlite::Result<()> {
     c.execute(
         "INSERT INTO sessions (id, user_id, refresh_hash, refresh_expires_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![id, user_id, refresh_hash, refresh_expires_at, now()],
@@ -15,7 +21,11 @@ pub fn insert(c: &Connection, id: &str, user_id: &str, refresh_hash: Option<&str
 }
 
 /// The user's current role if the session is still live.
-pub fn live_role(c: &Connection, session_id: &str, user_id: &str) -> rusqlite::Result<Option<Role>> {
+pub fn live_role(
+    c: &Connection,
+    session_id: &str,
+    user_id: &str,
+) -> rusqlite::Result<Option<Role>> {
     let mut st = c.prepare_cached(
         "SELECT u.role FROM sessions s JOIN users u ON u.id = s.user_id
          WHERE s.id = ?1 AND s.user_id = ?2 AND s.revoked_at IS NULL",
@@ -38,15 +48,27 @@ pub fn rotate_refresh(
             "SELECT s.id, s.user_id, u.role FROM sessions s JOIN users u ON u.id = s.user_id
              WHERE s.refresh_hash = ?1 AND s.revoked_at IS NULL AND s.refresh_expires_at > ?2",
             [old_hash, &now()],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)),
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            },
         )
         .optional()?;
-    let Some((sid, uid, role)) = found else { return Ok(None) };
+    let Some((sid, uid, role)) = found else {
+        return Ok(None);
+    };
     c.execute(
         "UPDATE sessions SET refresh_hash = ?2, refresh_expires_at = ?3 WHERE id = ?1",
         params![sid, new_hash, new_expires_at],
     )?;
-    Ok(Some((sid, uid, Role::parse(&role).unwrap_or(Role::Consumer))))
+    Ok(Some((
+        sid,
+        uid,
+        Role::parse(&role).unwrap_or(Role::Consumer),
+    )))
 }
 
 pub fn revoke(c: &Connection, session_id: &str) -> rusqlite::Result<()> {

@@ -47,7 +47,8 @@ pub struct User {
     pub updated_at: String,
 }
 
-const COLS: &str = "id, email, full_name, role, avatar_url, timezone, preferences, created_at, updated_at";
+const COLS: &str =
+    "id, email, full_name, role, avatar_url, timezone, preferences, created_at, updated_at";
 
 fn from_row(r: &Row) -> rusqlite::Result<User> {
     let role: String = r.get(3)?;
@@ -82,15 +83,28 @@ pub fn insert(
 }
 
 pub fn get(c: &Connection, id: &str) -> rusqlite::Result<Option<User>> {
-    c.query_row(&format!("SELECT {COLS} FROM users WHERE id = ?1"), [id], from_row).optional()
+    c.query_row(
+        &format!("SELECT {COLS} FROM users WHERE id = ?1"),
+        [id],
+        from_row,
+    )
+    .optional()
 }
 
 pub fn by_email(c: &Connection, email: &str) -> rusqlite::Result<Option<User>> {
-    c.query_row(&format!("SELECT {COLS} FROM users WHERE email = ?1"), [email], from_row).optional()
+    c.query_row(
+        &format!("SELECT {COLS} FROM users WHERE email = ?1"),
+        [email],
+        from_row,
+    )
+    .optional()
 }
 
 /// The user and password hash for a sign-in attempt.
-pub fn credentials(c: &Connection, email: &str) -> rusqlite::Result<Option<(User, Option<String>)>> {
+pub fn credentials(
+    c: &Connection,
+    email: &str,
+) -> rusqlite::Result<Option<(User, Option<String>)>> {
     c.query_row(
         &format!("SELECT {COLS}, password_hash FROM users WHERE email = ?1"),
         [email],
@@ -100,7 +114,9 @@ pub fn credentials(c: &Connection, email: &str) -> rusqlite::Result<Option<(User
 }
 
 pub fn list(c: &Connection, limit: i64, offset: i64) -> rusqlite::Result<Vec<User>> {
-    let mut st = c.prepare(&format!("SELECT {COLS} FROM users ORDER BY created_at, id LIMIT ?1 OFFSET ?2"))?;
+    let mut st = c.prepare(&format!(
+        "SELECT {COLS} FROM users ORDER BY created_at, id LIMIT ?1 OFFSET ?2"
+    ))?;
     st.query_map([limit, offset], from_row)?.collect()
 }
 
@@ -109,7 +125,10 @@ pub fn count(c: &Connection) -> rusqlite::Result<i64> {
 }
 
 pub fn set_role(c: &Connection, id: &str, role: Role) -> rusqlite::Result<()> {
-    c.execute("UPDATE users SET role = ?2, updated_at = ?3 WHERE id = ?1", params![id, role.as_str(), now()])?;
+    c.execute(
+        "UPDATE users SET role = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, role.as_str(), now()],
+    )?;
     Ok(())
 }
 
@@ -123,17 +142,32 @@ pub struct ProfileUpdate {
 
 pub fn update_profile(c: &Connection, id: &str, u: &ProfileUpdate) -> rusqlite::Result<()> {
     if let Some(v) = &u.full_name {
-        c.execute("UPDATE users SET full_name = ?2 WHERE id = ?1", params![id, v])?;
+        c.execute(
+            "UPDATE users SET full_name = ?2 WHERE id = ?1",
+            params![id, v],
+        )?;
     }
     if let Some(v) = &u.avatar_url {
-        c.execute("UPDATE users SET avatar_url = ?2 WHERE id = ?1", params![id, v])?;
+        c.execute(
+            "UPDATE users SET avatar_url = ?2 WHERE id = ?1",
+            params![id, v],
+        )?;
     }
     if let Some(v) = &u.timezone {
-        c.execute("UPDATE users SET timezone = ?2 WHERE id = ?1", params![id, v])?;
+        c.execute(
+            "UPDATE users SET timezone = ?2 WHERE id = ?1",
+            params![id, v],
+        )?;
     }
     if let Some(v) = &u.preferences {
-        c.execute("UPDATE users SET preferences = ?2 WHERE id = ?1", params![id, v.to_string()])?;
+        c.execute(
+            "UPDATE users SET preferences = ?2 WHERE id = ?1",
+            params![id, v.to_string()],
+        )?;
     }
-    c.execute("UPDATE users SET updated_at = ?2 WHERE id = ?1", params![id, now()])?;
+    c.execute(
+        "UPDATE users SET updated_at = ?2 WHERE id = ?1",
+        params![id, now()],
+    )?;
     Ok(())
 }

@@ -30,12 +30,16 @@ pub fn body_object(body: &[u8], empty_ok: bool) -> ApiResult<Map<String, Value>>
         if empty_ok {
             return Ok(Map::new());
         }
-        return Err(ApiError::validation("request body must be a JSON object with 'resource' and 'action'"));
+        return Err(ApiError::validation(
+            "request body must be a JSON object with 'resource' and 'action'",
+        ));
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(ApiError::validation("request body must be a JSON object")),
-        Err(e) => Err(ApiError::validation(format!("request body is not valid JSON: {e}"))),
+        Err(e) => Err(ApiError::validation(format!(
+            "request body is not valid JSON: {e}"
+        ))),
     }
 }
 
@@ -66,11 +70,18 @@ pub fn check_data(v: Value) -> ApiResult<Value> {
 impl Envelope {
     pub fn parse(body: &[u8]) -> ApiResult<Envelope> {
         let mut m = body_object(body, false)?;
-        let resource = take_string(&mut m, "resource")?.ok_or_else(|| ApiError::validation("resource is required"))?;
-        let action = take_string(&mut m, "action")?.ok_or_else(|| ApiError::validation("action is required"))?;
+        let resource = take_string(&mut m, "resource")?
+            .ok_or_else(|| ApiError::validation("resource is required"))?;
+        let action = take_string(&mut m, "action")?
+            .ok_or_else(|| ApiError::validation("action is required"))?;
         let id = take_id(&mut m)?;
         let data = check_data(m.remove("data").unwrap_or(Value::Null))?;
-        Ok(Envelope { resource, action, id, data })
+        Ok(Envelope {
+            resource,
+            action,
+            id,
+            data,
+        })
     }
 }
 
@@ -81,7 +92,9 @@ fn peek_resource(body: &[u8]) -> Option<String> {
     struct Peek {
         resource: String,
     }
-    serde_json::from_slice::<Peek>(body).ok().map(|p| p.resource)
+    serde_json::from_slice::<Peek>(body)
+        .ok()
+        .map(|p| p.resource)
 }
 
 pub async fn handle(
@@ -95,7 +108,14 @@ pub async fn handle(
         Err(e) => return body_rejection(&app, e).into_response(),
     };
     let hint = peek_resource(&body);
-    execute(&app, &headers, addr.ip(), hint.as_deref(), Envelope::parse(&body)).await
+    execute(
+        &app,
+        &headers,
+        addr.ip(),
+        hint.as_deref(),
+        Envelope::parse(&body),
+    )
+    .await
 }
 
 pub fn body_rejection(app: &AppState, e: axum::extract::rejection::BytesRejection) -> ApiError {
@@ -126,7 +146,12 @@ pub async fn execute(
     };
     let (mut resp, info) = match app.limits.check(&principal.rate_key()) {
         Err(limited) => (limited.error.into_response(), Some(limited.info)),
-        Ok(info) => (run(app, principal, ip, envelope).await.unwrap_or_else(IntoResponse::into_response), info),
+        Ok(info) => (
+            run(app, principal, ip, envelope)
+                .await
+                .unwrap_or_else(IntoResponse::into_response),
+            info,
+        ),
     };
     if let Some(RateInfo { limit, remaining }) = info {
         let h = resp.headers_mut();
@@ -136,15 +161,34 @@ pub async fn execute(
     resp
 }
 
-async fn run(app: &AppState, principal: auth::Principal, ip: IpAddr, envelope: ApiResult<Envelope>) -> ApiResult<Response> {
+async fn run(
+    app: &AppState,
+    principal: auth::Principal,
+    ip: IpAddr,
+    envelope: ApiResult<Envelope>,
+) -> ApiResult<Response> {
     let env = envelope?;
-    let resource = api::canonical_resource(&env.resource).ok_or_else(|| ApiError::invalid_resource(&env.resource))?;
+    let resource = api::canonical_resource(&env.resource)
+        .ok_or_else(|| ApiError::invalid_resource(&env.resource))?;
     if env.action.trim().is_empty() {
         return Err(ApiError::validation("action must not be empty"));
     }
-    let ctx = Ctx { app: app.clone(), principal, ip: Some(ip.to_string()) };
-    let req = ActionRequest { resource, action: env.action, id: env.id, data: env.data };
+    let ctx = Ctx {
+        app: app.clone(),
+        principal,
+        ip: Some(ip.to_string()),
+    };
+    let req = ActionRequest {
+        resource,
+        action: env.action,
+        id: env.id,
+        data: env.data,
+    };
     let span = tracing::info_span!("action", resource, action = %req.action);
     let reply = tracing::Instrument::instrument(api::dispatch(&ctx, req), span).await?;
-    Ok((reply.status, axum::Json(json!({"success": true, "data": reply.data}))).into_response())
+    Ok((
+        reply.status,
+        axum::Json(json!({"success": true, "data": reply.data})),
+    )
+        .into_response())
 }

@@ -26,7 +26,10 @@ use crate::error::ApiError;
 
 pub fn router(app: AppState, extra: Router<AppState>) -> Router {
     let c = &app.config;
-    let (max_body, timeout) = (c.max_body_bytes, Duration::from_secs(c.request_timeout_seconds));
+    let (max_body, timeout) = (
+        c.max_body_bytes,
+        Duration::from_secs(c.request_timeout_seconds),
+    );
     Router::new()
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz))
@@ -59,9 +62,17 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
 }
 
 async fn readyz(State(app): State<AppState>) -> Response {
-    match app.db.read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?)).await {
+    match app
+        .db
+        .read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
+        .await
+    {
         Ok(_) => Json(json!({"status": "ready"})).into_response(),
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"}))).into_response(),
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "unavailable"})),
+        )
+            .into_response(),
     }
 }
 

@@ -24,18 +24,28 @@ struct Bucket<K: std::hash::Hash + Eq + Clone> {
 impl<K: std::hash::Hash + Eq + Clone> Bucket<K> {
     fn new(per_minute: u32) -> Option<Self> {
         let n = NonZeroU32::new(per_minute)?;
-        let limiter = RateLimiter::keyed(Quota::per_minute(n)).with_middleware::<StateInformationMiddleware>();
-        Some(Bucket { limit: per_minute, limiter })
+        let limiter = RateLimiter::keyed(Quota::per_minute(n))
+            .with_middleware::<StateInformationMiddleware>();
+        Some(Bucket {
+            limit: per_minute,
+            limiter,
+        })
     }
 
     fn check(&self, key: &K) -> Result<RateInfo, Limited> {
         match self.limiter.check_key(key) {
-            Ok(snapshot) => Ok(RateInfo { limit: self.limit, remaining: snapshot.remaining_burst_capacity() }),
+            Ok(snapshot) => Ok(RateInfo {
+                limit: self.limit,
+                remaining: snapshot.remaining_burst_capacity(),
+            }),
             Err(not_until) => {
                 let wait = not_until.wait_time_from(DefaultClock::default().now());
                 Err(Limited {
                     error: ApiError::rate_limited(wait.as_secs_f64().ceil().max(1.0) as u64),
-                    info: RateInfo { limit: self.limit, remaining: 0 },
+                    info: RateInfo {
+                        limit: self.limit,
+                        remaining: 0,
+                    },
                 })
             }
         }

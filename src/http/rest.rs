@@ -19,7 +19,14 @@ use crate::error::{ApiError, ApiResult};
 
 /// Query members that steer paging and options rather than filter; all others are also
 /// copied under `data.filters`, where list actions look for filters.
-const NOT_FILTERS: &[&str] = &["limit", "offset", "cursor", "adminMode", "ownerId", "userId"];
+const NOT_FILTERS: &[&str] = &[
+    "limit",
+    "offset",
+    "cursor",
+    "adminMode",
+    "ownerId",
+    "userId",
+];
 
 /// `?limit=10&status=new&agentIds=a&agentIds=b` → `{limit: 10, status: "new", agentIds: [..],
 /// filters: {status: "new", agentIds: [..]}}`.
@@ -29,7 +36,9 @@ pub fn query_to_data(query: Option<&str>) -> ApiResult<Value> {
     let mut data = Map::new();
     for (k, v) in pairs {
         let value = if matches!(k.as_str(), "limit" | "offset") {
-            v.parse::<i64>().map(Value::from).unwrap_or(Value::String(v))
+            v.parse::<i64>()
+                .map(Value::from)
+                .unwrap_or(Value::String(v))
         } else if v == "true" || v == "false" {
             Value::Bool(v == "true")
         } else {
@@ -46,8 +55,11 @@ pub fn query_to_data(query: Option<&str>) -> ApiResult<Value> {
             }
         }
     }
-    let filters: Map<String, Value> =
-        data.iter().filter(|(k, _)| !NOT_FILTERS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let filters: Map<String, Value> = data
+        .iter()
+        .filter(|(k, _)| !NOT_FILTERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     if !filters.is_empty() && !data.contains_key("filters") {
         data.insert("filters".into(), Value::Object(filters));
     }
@@ -56,7 +68,12 @@ pub fn query_to_data(query: Option<&str>) -> ApiResult<Value> {
 
 /// A REST body: `data` when it has one, else its members other than `resource`, `action`
 /// and `id`.
-fn body_envelope(body: &[u8], resource: &str, action: Option<String>, id: Option<Value>) -> ApiResult<Envelope> {
+fn body_envelope(
+    body: &[u8],
+    resource: &str,
+    action: Option<String>,
+    id: Option<Value>,
+) -> ApiResult<Envelope> {
     let mut m = body_object(body, true)?;
     m.remove("resource");
     let body_action = match m.remove("action") {
@@ -78,8 +95,8 @@ fn body_envelope(body: &[u8], resource: &str, action: Option<String>, id: Option
 }
 
 /// An unknown resource in the path is an unknown path.
-fn known(resource: &str) -> Result<&'static str, Response> {
-    api::canonical_resource(resource).ok_or_else(|| ApiError::from_status(axum::http::StatusCode::NOT_FOUND).into_response())
+fn unknown_path() -> Response {
+    ApiError::from_status(axum::http::StatusCode::NOT_FOUND).into_response()
 }
 
 pub async fn list(
@@ -89,9 +106,8 @@ pub async fn list(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let canonical = match known(&resource) {
-        Ok(r) => r,
-        Err(resp) => return resp,
+    let Some(canonical) = api::canonical_resource(&resource) else {
+        return unknown_path();
     };
     let env = query_to_data(query.as_deref()).map(|data| Envelope {
         resource: resource.clone(),
@@ -109,8 +125,8 @@ pub async fn get(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(resp) = known(&resource) {
-        return resp;
+    if api::canonical_resource(&resource).is_none() {
+        return unknown_path();
     }
     let env = query_to_data(query.as_deref()).map(|data| Envelope {
         resource: resource.clone(),
@@ -148,8 +164,21 @@ pub async fn update(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let action = if api::canonical_resource(&resource) == Some("api-keys") { "revoke" } else { "update" };
-    with_body(app, addr, resource, headers, body, Some(action.into()), Some(id)).await
+    let action = if api::canonical_resource(&resource) == Some("api-keys") {
+        "revoke"
+    } else {
+        "update"
+    };
+    with_body(
+        app,
+        addr,
+        resource,
+        headers,
+        body,
+        Some(action.into()),
+        Some(id),
+    )
+    .await
 }
 
 pub async fn delete(
@@ -159,7 +188,16 @@ pub async fn delete(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    with_body(app, addr, resource, headers, body, Some("delete".into()), Some(id)).await
+    with_body(
+        app,
+        addr,
+        resource,
+        headers,
+        body,
+        Some("delete".into()),
+        Some(id),
+    )
+    .await
 }
 
 async fn with_body(
@@ -171,8 +209,8 @@ async fn with_body(
     action: Option<String>,
     id: Option<String>,
 ) -> Response {
-    if let Err(resp) = known(&resource) {
-        return resp;
+    if api::canonical_resource(&resource).is_none() {
+        return unknown_path();
     }
     let env = match body {
         Ok(b) => body_envelope(&b, &resource, action, id.map(Value::String)),

@@ -35,7 +35,11 @@ impl VoiceProvider for LocalProvider {
     async fn delete_document(&self, _doc_id: &str) -> ProviderResult<()> {
         Ok(())
     }
-    async fn provision_number(&self, _agent_id: &str, _label: &str) -> ProviderResult<ProvisionedNumber> {
+    async fn provision_number(
+        &self,
+        _agent_id: &str,
+        _label: &str,
+    ) -> ProviderResult<ProvisionedNumber> {
         Err(ProviderError::new("phone numbers are not available yet"))
     }
     async fn release_number(&self, _external_id: &str) -> ProviderResult<()> {
@@ -44,10 +48,20 @@ impl VoiceProvider for LocalProvider {
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>> {
         Ok(vec![])
     }
-    async fn list_conversations(&self, _agent_id: &str, _cursor: Option<&str>) -> ProviderResult<ConversationPage> {
-        Ok(ConversationPage { conversations: vec![], next_cursor: None })
+    async fn list_conversations(
+        &self,
+        _agent_id: &str,
+        _cursor: Option<&str>,
+    ) -> ProviderResult<ConversationPage> {
+        Ok(ConversationPage {
+            conversations: vec![],
+            next_cursor: None,
+        })
     }
     async fn get_conversation(&self, conversation_id: &str) -> ProviderResult<ConversationDetail> {
-        Err(ProviderError { message: format!("conversation {conversation_id} not found"), status: Some(404) })
+        Err(ProviderError {
+            message: format!("conversation {conversation_id} not found"),
+            status: Some(404),
+        })
     }
 }

@@ -109,7 +109,10 @@ pub struct ProviderError {
 
 impl ProviderError {
     pub fn new(message: impl Into<String>) -> Self {
-        ProviderError { message: message.into(), status: None }
+        ProviderError {
+            message: message.into(),
+            status: None,
+        }
     }
 }
 
@@ -144,10 +147,18 @@ pub trait VoiceProvider: Send + Sync {
     /// Stores a document's text; returns its 20-character external id.
     async fn create_document(&self, name: &str, text: &str) -> ProviderResult<String>;
     async fn delete_document(&self, doc_id: &str) -> ProviderResult<()>;
-    async fn provision_number(&self, agent_id: &str, label: &str) -> ProviderResult<ProvisionedNumber>;
+    async fn provision_number(
+        &self,
+        agent_id: &str,
+        label: &str,
+    ) -> ProviderResult<ProvisionedNumber>;
     async fn release_number(&self, external_id: &str) -> ProviderResult<()>;
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>>;
-    async fn list_conversations(&self, agent_id: &str, cursor: Option<&str>) -> ProviderResult<ConversationPage>;
+    async fn list_conversations(
+        &self,
+        agent_id: &str,
+        cursor: Option<&str>,
+    ) -> ProviderResult<ConversationPage>;
     async fn get_conversation(&self, conversation_id: &str) -> ProviderResult<ConversationDetail>;
 }
 

@@ -1,1 +1,308 @@
+//! Authentication: every 401 code in exactly its condition, both key headers, sessions.
+
 use crate::common::*;
+use genied::auth::sessions;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+async fn profile_with(app: &TestApp, headers: &[(&str, &str)]) -> Resp {
+    let body = json!({"resource": "profiles", "action": "get"}).to_string();
+    let mut h = vec![("content-type", "application/json")];
+    h.extend_from_slice(headers);
+    app.raw(Method::POST, "/v1", &h, body).await
+}
+
+#[tokio::test]
+async fn missing_header_is_unauthorized_and_names_both_methods() {
+    let app = TestApp::spawn().await;
+    let r = profile_with(&app, &[]).await;
+    r.err(401, "UNAUTHORIZED");
+    let msg = r.body["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("Bearer") && msg.contains("X-API-Key"), "{msg}");
+    profile_with(&app, &[("authorization", "Basic dXNlcjpwdw==")])
+        .await
+        .err(401, "UNAUTHORIZED");
+    profile_with(&app, &[("authorization", "Bearer ")])
+        .await
+        .err(401, "UNAUTHORIZED");
+}
+
+#[tokio::test]
+async fn api_key_by_bearer_and_by_x_api_key() {
+    let app = TestApp::spawn().await;
+    let user = app.standard().await;
+    let key = app.api_key(&user).await;
+    assert!(key.starts_with("svc_live_") && key.len() >= 9 + 43, "{key}");
+    let bearer = format!("Bearer {key}");
+    let a = profile_with(&app, &[("authorization", &bearer)]).await;
+    assert_eq!(a.ok(200)["profile"]["id"], json!(user.id));
+    let b = profile_with(&app, &[("x-api-key", &key)]).await;
+    assert_eq!(b.ok(200)["profile"]["id"], json!(user.id));
+}
+
+#[tokio::test]
+async fn wrong_prefix_unknown_and_revoked_keys() {
+    let app = TestApp::spawn().await;
+    let user = app.standard().await;
+    profile_with(&app, &[("x-api-key", "sk_live_abcdef")])
+        .await
+        .err(401, "INVALID_KEY_PREFIX");
+    profile_with(&app, &[("authorization", "Bearer not-a-key")])
+        .await
+        .err(401, "INVALID_KEY_PREFIX");
+    profile_with(&app, &[("x-api-key", "svc_live_doesnotexist")])
+        .await
+        .err(401, "KEY_NOT_FOUND");
+    profile_with(&app, &[("x-api-key", "svc_admin_doesnotexist")])
+        .await
+        .err(401, "KEY_NOT_FOUND");
+
+    let created = app
+        .call(
+            &user.token,
+            "api-keys",
+            "create",
+            None,
+            json!({"name": "ci"}),
+        )
+        .await;
+    let key = created.ok(201)["api_key"]["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = created.data()["api_key"]["id"].clone();
+    profile_with(&app, &[("x-api-key", &key)]).await.ok(200);
+    app.call(&user.token, "api-keys", "revoke", Some(id), json!({}))
+        .await
+        .ok(200);
+    profile_with(&app, &[("x-api-key", &key)])
+        .await
+        .err(401, "KEY_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn api_keys_resource_refuses_api_keys_with_invalid_token() {
+    let app = TestApp::spawn().await;
+    let user = app.standard().await;
+    let key = app.api_key(&user).await;
+    let r = app
+        .request(
+            Method::POST,
+            "/v1",
+            Some(&key),
+            Some(json!({"resource": "api-keys", "action": "list"})),
+        )
+        .await;
+    r.err(401, "INVALID_TOKEN");
+    // Also for unknown keys and on the REST path.
+    let r = app
+        .request(Method::GET, "/v1/api-keys", Some("svc_live_unknown"), None)
+        .await;
+    r.err(401, "INVALID_TOKEN");
+}
+
+#[tokio::test]
+async fn expired_tampered_and_foreign_tokens_are_invalid() {
+    let app = TestApp::spawn().await;
+    let user = app.standard().await;
+    let claims: sessions::Claims =
+        sessions::decode(&app.state.secrets.jwt_key, &user.token).unwrap();
+
+    let mut expired = claims.clone();
+    expired.iat -= 7200;
+    expired.exp = expired.iat + 60;
+    let t = sessions::encode(&app.state.secrets.jwt_key, &expired);
+    let r = app.call(&t, "profiles", "get", None, json!({})).await;
+    r.err(401, "INVALID_TOKEN");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expired")
+    );
+
+    // Flip one character of the signature.
+    let mut tampered = user.token.clone();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    app.call(&tampered, "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+
+    // A token signed with another key, and one whose claims were edited.
+    let foreign = sessions::encode(b"some other signing key", &claims);
+    app.call(&foreign, "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+    app.call("a.b.c", "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+}
+
+async fn login(app: &TestApp, email: &str, password: &str) -> Resp {
+    app.request(
+        Method::POST,
+        "/v1/auth/login",
+        None,
+        Some(json!({"email": email, "password": password})),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn login_refresh_rotation_and_logout() {
+    let app = TestApp::spawn().await;
+    let hash = genied::auth::passwords::hash("correct horse").unwrap();
+    app.state
+        .db
+        .write(move |c| {
+            Ok(genied::db::users::insert(
+                c,
+                "sam@example.test",
+                None,
+                genied::db::users::Role::StandardUser,
+                Some(&hash),
+            )?)
+        })
+        .await
+        .unwrap();
+
+    login(&app, "sam@example.test", "wrong")
+        .await
+        .err(401, "INVALID_CREDENTIALS");
+    login(&app, "nobody@example.test", "correct horse")
+        .await
+        .err(401, "INVALID_CREDENTIALS");
+    app.request(
+        Method::POST,
+        "/v1/auth/login",
+        None,
+        Some(json!({"email": "sam@example.test"})),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+
+    let r = login(&app, "sam@example.test", "correct horse").await;
+    let d = r.ok(200).clone();
+    assert_eq!(d["token_type"], json!("Bearer"));
+    assert_eq!(d["expires_in"], json!(3600));
+    let access = d["access_token"].as_str().unwrap().to_string();
+    let refresh = d["refresh_token"].as_str().unwrap().to_string();
+    let claims = sessions::decode(&app.state.secrets.jwt_key, &access).unwrap();
+    assert_eq!(claims.exp - claims.iat, 3600);
+    assert_eq!(claims.role, genied::db::users::Role::StandardUser);
+    app.call(&access, "profiles", "get", None, json!({}))
+        .await
+        .ok(200);
+
+    // A refresh token works once.
+    let r2 = app
+        .request(
+            Method::POST,
+            "/v1/auth/refresh",
+            None,
+            Some(json!({"refresh_token": refresh})),
+        )
+        .await;
+    let d2 = r2.ok(200).clone();
+    assert_ne!(d2["refresh_token"], json!(refresh));
+    app.request(
+        Method::POST,
+        "/v1/auth/refresh",
+        None,
+        Some(json!({"refresh_token": refresh})),
+    )
+    .await
+    .err(401, "INVALID_TOKEN");
+    let access2 = d2["access_token"].as_str().unwrap().to_string();
+    app.call(&access2, "profiles", "get", None, json!({}))
+        .await
+        .ok(200);
+
+    // Logout revokes the session: its access tokens stop working, and so does its refresh token.
+    app.request(Method::POST, "/v1/auth/logout", Some(&access2), None)
+        .await
+        .ok(200);
+    app.call(&access2, "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+    app.call(&access, "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+    let again = d2["refresh_token"].clone();
+    app.request(
+        Method::POST,
+        "/v1/auth/refresh",
+        None,
+        Some(json!({"refresh_token": again})),
+    )
+    .await
+    .err(401, "INVALID_TOKEN");
+}
+
+#[tokio::test]
+async fn login_attempts_are_rate_limited_per_address() {
+    let app = TestApp::spawn_with(|c| c.login_rate_limit_per_minute = 3).await;
+    for _ in 0..3 {
+        login(&app, "x@example.test", "nope")
+            .await
+            .err(401, "INVALID_CREDENTIALS");
+    }
+    let r = login(&app, "x@example.test", "nope").await;
+    r.err(429, "RATE_LIMIT_EXCEEDED");
+    assert!(r.header("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn restart_keeps_users_keys_and_sessions() {
+    let app = TestApp::spawn().await;
+    let user = app.standard().await;
+    let key = app.api_key(&user).await;
+    let app = app.restart().await;
+    let r = app
+        .call(&user.token, "profiles", "get", None, json!({}))
+        .await;
+    assert_eq!(r.ok(200)["profile"]["email"], json!(user.email));
+    let r = app
+        .raw(
+            Method::POST,
+            "/v1",
+            &[("x-api-key", &key)],
+            json!({"resource": "profiles", "action": "get"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.ok(200)["profile"]["id"], Value::String(user.id.clone()));
+    let keys = app
+        .call(&user.token, "api-keys", "list", None, json!({}))
+        .await;
+    assert_eq!(keys.ok(200)["count"], json!(1));
+}
+
+#[tokio::test]
+async fn consumers_are_read_only() {
+    let app = TestApp::spawn().await;
+    let consumer = app.consumer().await;
+    app.call(
+        &consumer.token,
+        "api-keys",
+        "create",
+        None,
+        json!({"name": "k"}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(&consumer.token, "api-keys", "list", None, json!({}))
+        .await
+        .ok(200);
+    // Their own profile is the one thing they may change.
+    app.call(
+        &consumer.token,
+        "profiles",
+        "update",
+        None,
+        json!({"full_name": "Cora"}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(app.count("api_keys").await, 0);
+}

@@ -47,18 +47,42 @@ impl Resp {
     /// Asserts success with `status` and returns `data`.
     #[track_caller]
     pub fn ok(&self, status: u16) -> &Value {
-        assert_eq!(self.status, status, "unexpected status; body: {}", self.body);
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.body
+        );
         assert_eq!(self.body["success"], json!(true), "body: {}", self.body);
         &self.body["data"]
     }
     /// Asserts a failure envelope with this status and code.
     #[track_caller]
     pub fn err(&self, status: u16, code: &str) {
-        assert_eq!(self.status, status, "unexpected status; body: {}", self.body);
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.body
+        );
         assert_eq!(self.body["success"], json!(false), "body: {}", self.body);
-        assert_eq!(self.body["error"]["code"], json!(code), "body: {}", self.body);
-        assert_eq!(self.body["error"]["status"], json!(status), "body: {}", self.body);
-        assert!(self.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "body: {}", self.body);
+        assert_eq!(
+            self.body["error"]["code"],
+            json!(code),
+            "body: {}",
+            self.body
+        );
+        assert_eq!(
+            self.body["error"]["status"],
+            json!(status),
+            "body: {}",
+            self.body
+        );
+        assert!(
+            self.body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "body: {}",
+            self.body
+        );
     }
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
@@ -87,7 +111,9 @@ impl TestApp {
     }
 
     async fn start(dir: TempDir, mut config: Config) -> TestApp {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().unwrap();
         config.public_url = Some(format!("http://{addr}"));
         let app = genied::build_app(config).expect("build_app");
@@ -113,7 +139,11 @@ impl TestApp {
     /// Stops the server (graceful) and starts a new one on the same data directory.
     pub async fn restart(mut self) -> TestApp {
         self.shutdown().await;
-        let config = { let mut c = self.state.config.clone(); c.listen = "127.0.0.1:0".into(); c };
+        let config = {
+            let mut c = self.state.config.clone();
+            c.listen = "127.0.0.1:0".into();
+            c
+        };
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
         drop(self);
         Self::start(dir, config).await
@@ -143,10 +173,22 @@ impl TestApp {
             .await
             .expect("insert user");
         let c = &self.state.config;
-        let pair = sessions::open(&self.state.db, &self.state.secrets.jwt_key, &u.id, role, c.session_ttl_seconds, c.refresh_ttl_seconds)
-            .await
-            .expect("session");
-        User { id: u.id, email: u.email, role, token: pair.access_token }
+        let pair = sessions::open(
+            &self.state.db,
+            &self.state.secrets.jwt_key,
+            &u.id,
+            role,
+            c.session_ttl_seconds,
+            c.refresh_ttl_seconds,
+        )
+        .await
+        .expect("session");
+        User {
+            id: u.id,
+            email: u.email,
+            role,
+            token: pair.access_token,
+        }
     }
 
     pub async fn standard(&self) -> User {
@@ -161,21 +203,43 @@ impl TestApp {
 
     /// Creates an API key for `user` through the API and returns the secret.
     pub async fn api_key(&self, user: &User) -> String {
-        let r = self.call(&user.token, "api-keys", "create", None, json!({"name": "test key"})).await;
+        let r = self
+            .call(
+                &user.token,
+                "api-keys",
+                "create",
+                None,
+                json!({"name": "test key"}),
+            )
+            .await;
         r.ok(201)["api_key"]["key"].as_str().unwrap().to_string()
     }
 
     /// `POST /v1` with the envelope.
-    pub async fn call(&self, token: &str, resource: &str, action: &str, id: Option<Value>, data: Value) -> Resp {
+    pub async fn call(
+        &self,
+        token: &str,
+        resource: &str,
+        action: &str,
+        id: Option<Value>,
+        data: Value,
+    ) -> Resp {
         let mut body = json!({"resource": resource, "action": action, "data": data});
         if let Some(id) = id {
             body["id"] = id;
         }
-        self.request(Method::POST, "/v1", Some(token), Some(body)).await
+        self.request(Method::POST, "/v1", Some(token), Some(body))
+            .await
     }
 
     /// Any request; `token` goes in `Authorization: Bearer`.
-    pub async fn request(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Resp {
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Resp {
         let mut req = self.client.request(method, format!("{}{path}", self.base));
         if let Some(t) = token {
             req = req.bearer_auth(t);
@@ -187,8 +251,17 @@ impl TestApp {
     }
 
     /// A request with raw headers and body, for malformed input.
-    pub async fn raw(&self, method: Method, path: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> Resp {
-        let mut req = self.client.request(method, format!("{}{path}", self.base)).body(body);
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Resp {
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .body(body);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -200,8 +273,13 @@ impl TestApp {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let text = resp.text().await.expect("body");
-        let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("response is not JSON (status {status}): {text:?}"));
-        Resp { status, body, headers }
+        let body = serde_json::from_str(&text)
+            .unwrap_or_else(|_| panic!("response is not JSON (status {status}): {text:?}"));
+        Resp {
+            status,
+            body,
+            headers,
+        }
     }
 
     /// Runs every due job now, as the worker would.
@@ -213,7 +291,9 @@ impl TestApp {
     pub async fn count(&self, table: &'static str) -> i64 {
         self.state
             .db
-            .read(move |c| Ok(c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?))
+            .read(move |c| {
+                Ok(c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?)
+            })
             .await
             .unwrap()
     }
