@@ -84,7 +84,7 @@ pub struct Config {
     pub llm_base_url: Option<String>,
 
     /// Bearer key for the LLM endpoint.
-    #[arg(long, env = "GENIED_LLM_API_KEY")]
+    #[arg(long, env = "GENIED_LLM_API_KEY", hide_env_values = true)]
     pub llm_api_key: Option<Secret>,
 
     /// Model used when a genie or worker does not name one.
