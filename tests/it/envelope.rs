@@ -286,3 +286,35 @@ async fn rest_routes_map_to_actions() {
         .await;
     r.err(400, "VALIDATION_ERROR");
 }
+
+#[tokio::test]
+async fn a_panicking_handler_answers_500_envelope_and_the_service_lives_on() {
+    use axum::routing::get;
+    let dir = tempfile::tempdir().unwrap();
+    let built = genied::build_app(test_config(dir.path())).unwrap();
+    async fn boom() -> &'static str {
+        panic!("deliberate test panic")
+    }
+    let boom = axum::Router::new().route("/boom", get(boom));
+    let router = genied::http::router(built.state.clone(), boom);
+    let app = genied::App {
+        state: built.state,
+        router,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(genied::serve(app, listener, async move {
+        let _ = rx.await;
+    }));
+    let r = TestApp::finish(reqwest::Client::new().get(format!("{base}/boom"))).await;
+    r.err(500, "INTERNAL_ERROR");
+    assert!(
+        !r.body.to_string().contains("deliberate"),
+        "panic details must not reach the client"
+    );
+    let r = TestApp::finish(reqwest::Client::new().get(format!("{base}/healthz"))).await;
+    assert_eq!(r.status, 200);
+    tx.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
