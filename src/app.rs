@@ -93,6 +93,10 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let worker = tokio::spawn(jobs::worker(app.state.clone(), stop_rx.clone()));
+    let fan_out = tokio::spawn(crate::webhooks::fan_out_loop(
+        app.state.clone(),
+        stop_rx.clone(),
+    ));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     tracing::info!(addr = %listener.local_addr()?, "listening");
     axum::serve(
@@ -103,7 +107,7 @@ pub async fn serve(
     .with_graceful_shutdown(shutdown)
     .await?;
     let _ = stop_tx.send(true);
-    let _ = tokio::join!(worker, housekeeping);
+    let _ = tokio::join!(worker, fan_out, housekeeping);
     Ok(())
 }
 

@@ -78,6 +78,20 @@ pub struct Config {
     #[arg(long, env = "GENIED_JOB_POLL_MS", default_value_t = 1000)]
     pub job_poll_ms: u64,
 
+    /// Base of the retry backoff for background jobs, in milliseconds: the n-th retry waits
+    /// base × 2^n, at most an hour.
+    #[arg(long, env = "GENIED_JOB_BACKOFF_BASE_MS", default_value_t = 1000)]
+    pub job_backoff_base_ms: u64,
+
+    /// Seconds a webhook receiver has to answer one delivery.
+    #[arg(long, env = "GENIED_WEBHOOK_TIMEOUT_SECONDS", default_value_t = 10)]
+    pub webhook_timeout_seconds: u64,
+
+    /// Attempts per webhook delivery before it counts as failed (and the endpoint is
+    /// disabled); with the default backoff, 12 attempts span about three hours.
+    #[arg(long, env = "GENIED_WEBHOOK_MAX_ATTEMPTS", default_value_t = 12)]
+    pub webhook_max_attempts: i64,
+
     /// Base URL of an OpenAI-compatible API (e.g. `http://127.0.0.1:11434/v1`); the
     /// service calls `{base}/chat/completions`. Without it, LLM features say how to enable them.
     #[arg(long, env = "GENIED_LLM_BASE_URL")]

@@ -60,16 +60,31 @@ fn claim(c: &Connection) -> rusqlite::Result<Option<Job>> {
     .optional()
 }
 
-/// Backoff after the n-th failed attempt: 2^n seconds, capped at an hour.
-pub fn backoff(attempts: i64) -> Duration {
-    Duration::from_secs(2u64.saturating_pow(attempts.clamp(0, 12) as u32).min(3600))
+/// Backoff after the n-th failed attempt: base × 2^n, capped at an hour.
+pub fn backoff(attempts: i64, base_ms: u64) -> Duration {
+    let factor = 2u64.saturating_pow(attempts.clamp(0, 20) as u32);
+    Duration::from_millis(base_ms.saturating_mul(factor).min(3_600_000))
 }
 
-fn finish(c: &Connection, job: &Job, outcome: &Result<(), String>) -> rusqlite::Result<()> {
+/// What happened to a job that ran: done, or failed and either retried later or given up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    Done,
+    Retrying,
+    Dead,
+}
+
+fn finish(
+    c: &Connection,
+    job: &Job,
+    outcome: &Result<(), String>,
+    base_ms: u64,
+) -> rusqlite::Result<Finished> {
     let now = db::now();
     match outcome {
         Ok(()) => {
             c.execute("DELETE FROM jobs WHERE id = ?1", [job.id])?;
+            Ok(Finished::Done)
         }
         Err(e) => {
             let max: Option<i64> = c.query_row(
@@ -78,17 +93,20 @@ fn finish(c: &Connection, job: &Job, outcome: &Result<(), String>) -> rusqlite::
                 |r| r.get(0),
             )?;
             let dead = max.is_some_and(|m| job.attempts >= m);
-            let run_at = db::fmt_time(
-                chrono::Utc::now()
-                    + chrono::Duration::from_std(backoff(job.attempts)).unwrap_or_default(),
-            );
+            let wait =
+                chrono::Duration::from_std(backoff(job.attempts, base_ms)).unwrap_or_default();
+            let run_at = db::fmt_time(chrono::Utc::now() + wait);
             c.execute(
                 "UPDATE jobs SET status = ?2, last_error = ?3, run_at = ?4, updated_at = ?5 WHERE id = ?1",
                 params![job.id, if dead { "dead" } else { "pending" }, e, run_at, now],
             )?;
+            Ok(if dead {
+                Finished::Dead
+            } else {
+                Finished::Retrying
+            })
         }
     }
-    Ok(())
 }
 
 /// Makes jobs of a crashed process due again.
@@ -109,10 +127,21 @@ pub fn pending_count(c: &Connection) -> rusqlite::Result<i64> {
 }
 
 /// Runs one job by kind. Each resource that queues work adds its kind here.
-async fn run(_app: &AppState, job: &Job) -> Result<(), String> {
+async fn run(app: &AppState, job: &Job) -> Result<(), String> {
     match job.kind.as_str() {
         "noop" => Ok(()),
+        crate::webhooks::DELIVER_JOB => crate::webhooks::deliver_job(app, &job.payload).await,
         other => Err(format!("unknown job kind '{other}'")),
+    }
+}
+
+/// Called once when a job with `max_attempts` has used them all.
+async fn gave_up(app: &AppState, kind: &str, payload: &Value) {
+    tracing::error!(kind, %payload, "job gave up after its last attempt");
+    if kind == crate::webhooks::DELIVER_JOB
+        && let Err(e) = crate::webhooks::delivery_exhausted(app, payload).await
+    {
+        tracing::error!(error = %e, "could not disable a failing webhook endpoint");
     }
 }
 
@@ -124,9 +153,15 @@ pub async fn run_due(app: &AppState) -> ApiResult<usize> {
         if let Err(e) = &outcome {
             tracing::warn!(job = job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
         }
-        app.db
-            .write(move |c| Ok(finish(c, &job, &outcome)?))
+        let base = app.config.job_backoff_base_ms;
+        let (kind, payload) = (job.kind.clone(), job.payload.clone());
+        let finished = app
+            .db
+            .write(move |c| Ok(finish(c, &job, &outcome, base)?))
             .await?;
+        if finished == Finished::Dead {
+            gave_up(app, &kind, &payload).await;
+        }
         n += 1;
     }
     Ok(n)

@@ -7,6 +7,7 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod crypto;
 pub mod db;
 pub mod error;
 pub mod events;
@@ -16,6 +17,7 @@ pub mod llm;
 pub mod net;
 pub mod secrets;
 pub mod voice;
+pub mod webhooks;
 
 pub use app::{App, AppState, build_app, serve};
 pub use config::Config;

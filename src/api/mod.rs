@@ -4,7 +4,9 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod notifications;
 pub mod profiles;
+pub mod webhooks;
 
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
@@ -33,6 +35,8 @@ pub const RESOURCES: &[&str] = &[
     "api-keys",
     "worker-genies",
     "qr-code",
+    "webhooks",
+    "notifications",
 ];
 
 /// The canonical name of a resource, or `None` when it is unknown.
@@ -227,6 +231,8 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "api-keys" => api_keys::handle(ctx, &req).await?,
         "profiles" => profiles::handle(ctx, &req).await?,
         "activities" => activities::handle(ctx, &req).await?,
+        "webhooks" => webhooks::handle(ctx, &req).await?,
+        "notifications" => notifications::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

@@ -5,8 +5,10 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod notifications;
 pub mod sessions;
 pub mod users;
+pub mod webhooks;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -8,5 +8,7 @@ mod api_keys;
 mod auth;
 mod cli;
 mod envelope;
+mod notifications;
 mod profiles;
 mod rate_limit;
+mod webhooks;

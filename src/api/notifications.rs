@@ -1,0 +1,63 @@
+//! The `notifications` resource: the caller's dashboard notifications.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ActionRequest, Ctx, Reply, page};
+use crate::db;
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ListNotifications {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    #[serde(default)]
+    unread_only: bool,
+}
+
+pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    match req.action.as_str() {
+        "all" | "list" => {
+            let q: ListNotifications = req.data()?;
+            let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
+            let (rows, total, unread) = ctx
+                .db()
+                .read(move |c| {
+                    let (rows, total) =
+                        db::notifications::list(c, &uid, q.unread_only, limit, offset)?;
+                    Ok((rows, total, db::notifications::unread_count(c, &uid)?))
+                })
+                .await?;
+            Ok(Reply::ok(
+                json!({"notifications": rows, "count": total, "unread": unread, "limit": limit, "offset": offset}),
+            ))
+        }
+        "unread-count" => {
+            let unread = ctx
+                .db()
+                .read(move |c| Ok(db::notifications::unread_count(c, &uid)?))
+                .await?;
+            Ok(Reply::ok(json!({"unread": unread})))
+        }
+        "mark-read" => {
+            let id = req.uuid()?;
+            let n = ctx
+                .db()
+                .write(move |c| Ok(db::notifications::mark_read(c, &uid, &id)?))
+                .await?;
+            Ok(Reply::ok(
+                json!({"notification": n.ok_or_else(|| ApiError::not_found("notification"))?}),
+            ))
+        }
+        "mark-all-read" => {
+            let n = ctx
+                .db()
+                .write(move |c| Ok(db::notifications::mark_all_read(c, &uid)?))
+                .await?;
+            Ok(Reply::ok(json!({"updated": n})).summary(format!("marked {n} notifications read")))
+        }
+        other => Err(ApiError::invalid_action(req.resource, other)),
+    }
+}
