@@ -121,6 +121,12 @@ pub enum AdminCmd {
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
+    /// Check the data directory: database integrity, stuck or dead jobs. Exits 1 when a
+    /// problem is found.
+    Check {
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
+    },
     /// Copy the database to FILE with SQLite's online backup (safe while `serve` runs).
     Backup {
         #[arg(long, env = "GENIED_OUT")]
@@ -308,6 +314,23 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
                 print(&format!("revoked {id}"))
             }
         }
+        AdminCmd::Check { json } => {
+            let report = check(&db)?;
+            if json {
+                print(&report.to_string())?;
+            } else {
+                print(&format!(
+                    "integrity: {}",
+                    report["integrity"].as_str().unwrap_or("?")
+                ))?;
+                print(&format!("stuck jobs: {}", report["stuck_jobs"]))?;
+                print(&format!("dead jobs: {}", report["dead_jobs"]))?;
+            }
+            if report["problems"].as_array().is_some_and(|p| !p.is_empty()) {
+                bail!("problems found: {}", report["problems"]);
+            }
+            Ok(())
+        }
         AdminCmd::Backup { out, json } => {
             if out.exists() {
                 bail!("{} already exists; choose a new file", out.display());
@@ -321,4 +344,38 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// What `admin check` looks at. A job `running` for over ten minutes belongs to a process that
+/// died (a live one finishes or fails its jobs well within that); dead jobs gave up retrying.
+fn check(db: &Db) -> anyhow::Result<serde_json::Value> {
+    let stale = db::fmt_time(chrono::Utc::now() - chrono::Duration::minutes(10));
+    let (integrity, stuck, dead) = db
+        .read_blocking(move |c| {
+            let mut st = c.prepare("PRAGMA integrity_check")?;
+            let lines = st
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let stuck: i64 = c.query_row(
+                "SELECT COUNT(*) FROM jobs WHERE status = 'running' AND updated_at < ?1",
+                [&stale],
+                |r| r.get(0),
+            )?;
+            let dead: i64 =
+                c.query_row("SELECT COUNT(*) FROM jobs WHERE status = 'dead'", [], |r| {
+                    r.get(0)
+                })?;
+            Ok((lines.join("; "), stuck, dead))
+        })
+        .map_err(api)?;
+    let mut problems = Vec::new();
+    if integrity != "ok" {
+        problems.push(format!("integrity check: {integrity}"));
+    }
+    if stuck > 0 {
+        problems.push(format!("{stuck} jobs stuck in 'running'"));
+    }
+    Ok(
+        json!({"integrity": integrity, "stuck_jobs": stuck, "dead_jobs": dead, "problems": problems}),
+    )
 }

@@ -7,6 +7,7 @@ mod activities;
 mod api_keys;
 mod auth;
 mod cli;
+mod durability;
 mod envelope;
 mod notifications;
 mod profiles;
