@@ -12,4 +12,5 @@ mod envelope;
 mod notifications;
 mod profiles;
 mod rate_limit;
+mod secrets;
 mod webhooks;
