@@ -5,6 +5,11 @@
 pub mod activities;
 pub mod api_keys;
 pub mod profiles;
+pub mod qr_codes;
+pub mod voice_collections;
+pub mod voices;
+pub mod teams;
+pub mod marketplace;
 
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
@@ -47,6 +52,7 @@ pub fn canonical_resource(name: &str) -> Option<&'static str> {
 const READ_ACTIONS: &[&str] = &[
     "get", "all", "list", "stats", "getLogs", "runs", "list-credentials", "search", "deliveries",
     "unread-count", "usage", "favorites", "members", "count",
+    "invitations",
 ];
 
 pub fn is_read_action(action: &str) -> bool {
@@ -186,6 +192,11 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "api-keys" => api_keys::handle(ctx, &req).await?,
         "profiles" => profiles::handle(ctx, &req).await?,
         "activities" => activities::handle(ctx, &req).await?,
+        "voices" => voices::handle(ctx, &req).await?,
+        "voice-collections" => voice_collections::handle(ctx, &req).await?,
+        "qr-code" => qr_codes::handle(ctx, &req).await?,
+        "teams" => teams::handle(ctx, &req).await?,
+        "marketplace" => marketplace::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

@@ -7,6 +7,11 @@ pub mod activities;
 pub mod api_keys;
 pub mod sessions;
 pub mod users;
+pub mod qr_codes;
+pub mod voice_collections;
+pub mod voices;
+pub mod teams;
+pub mod marketplace;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
