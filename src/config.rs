@@ -113,6 +113,10 @@ pub struct Config {
     /// networks only: it disables the SSRF guard.
     #[arg(long, env = "GENIED_ALLOW_PRIVATE_OUTBOUND", default_value_t = false)]
     pub allow_private_outbound: bool,
+
+    /// Hours a team invitation stays valid.
+    #[arg(long, env = "GENIED_TEAM_INVITE_TTL_HOURS", default_value_t = 168)]
+    pub team_invite_ttl_hours: u64,
 }
 
 impl Config {

@@ -4,8 +4,13 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod marketplace;
 pub mod notifications;
 pub mod profiles;
+pub mod qr_codes;
+pub mod teams;
+pub mod voice_collections;
+pub mod voices;
 pub mod webhooks;
 
 use axum::http::StatusCode;
@@ -63,6 +68,7 @@ const READ_ACTIONS: &[&str] = &[
     "favorites",
     "members",
     "count",
+    "invitations",
 ];
 
 pub fn is_read_action(action: &str) -> bool {
@@ -233,6 +239,11 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "activities" => activities::handle(ctx, &req).await?,
         "webhooks" => webhooks::handle(ctx, &req).await?,
         "notifications" => notifications::handle(ctx, &req).await?,
+        "voices" => voices::handle(ctx, &req).await?,
+        "voice-collections" => voice_collections::handle(ctx, &req).await?,
+        "qr-code" => qr_codes::handle(ctx, &req).await?,
+        "teams" => teams::handle(ctx, &req).await?,
+        "marketplace" => marketplace::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

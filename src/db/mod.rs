@@ -5,9 +5,14 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod marketplace;
 pub mod notifications;
+pub mod qr_codes;
 pub mod sessions;
+pub mod teams;
 pub mod users;
+pub mod voice_collections;
+pub mod voices;
 pub mod webhooks;
 
 use std::path::Path;

@@ -4,6 +4,7 @@
 
 pub mod auth_routes;
 pub mod envelope;
+pub mod public_page;
 pub mod rate_limit;
 pub mod rest;
 
@@ -83,6 +84,10 @@ where
     B::Error: Into<axum::BoxError>,
 {
     let resp = resp.map(axum::body::Body::new);
+    // The public genie page (`/g/{slug}`) answers browsers with HTML, its 404 included.
+    if resp.extensions().get::<public_page::KeepBody>().is_some() {
+        return resp;
+    }
     let status = resp.status();
     let is_json = resp
         .headers()

@@ -2,7 +2,7 @@
 //! is used at debug log level, and then every later response, every log line and the raw
 //! database files are scanned for the markers.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};

@@ -1,0 +1,131 @@
+//! The `qr-code` resource: saved QR codes linking to a genie's public page
+//! (`{public_url}/g/{slug}`). Owner-only, no admin mode; delete is soft. The images are
+//! served by `http::public_page` at `GET /v1/qr-code/{id}/image.svg|png`.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ActionRequest, Ctx, Reply, parse_uuid};
+use crate::db;
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct All {
+    #[serde(alias = "genieId")]
+    genie_id: Option<String>,
+    /// REST query strings also copy members under `filters`.
+    #[serde(default)]
+    filters: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Create {
+    #[serde(alias = "genieId")]
+    genie_id: String,
+    label: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Increment {
+    count: Option<i64>,
+}
+
+pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    match req.action.as_str() {
+        "all" | "list" => {
+            let body: All = req.data()?;
+            let _ = body.filters;
+            let genie = body
+                .genie_id
+                .map(|g| parse_uuid(&g, "data.genie_id"))
+                .transpose()?;
+            let codes = ctx
+                .db()
+                .read(move |c| Ok(db::qr_codes::list(c, &uid, genie.as_deref())?))
+                .await?;
+            Ok(Reply::ok(json!({"qr_codes": codes})))
+        }
+        "get" => {
+            let id = req.uuid()?;
+            let code = ctx
+                .db()
+                .read(move |c| Ok(db::qr_codes::get(c, &uid, &id)?))
+                .await?;
+            Ok(Reply::ok(
+                json!({"qr_code": code.ok_or_else(|| ApiError::not_found("QR code"))?}),
+            ))
+        }
+        "create" => {
+            let body: Create = req.data()?;
+            let genie_id = parse_uuid(&body.genie_id, "data.genie_id")?;
+            let label = body
+                .label
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty());
+            if label.as_ref().is_some_and(|l| l.chars().count() > 200) {
+                return Err(ApiError::validation(
+                    "data.label must be at most 200 characters",
+                ));
+            }
+            let base = ctx.app.config.public_base();
+            let code = ctx
+                .db()
+                .write(move |c| {
+                    if !db::qr_codes::owns_genie(c, &uid, &genie_id)? {
+                        return Err(ApiError::agent_not_found());
+                    }
+                    let slug = db::qr_codes::ensure_page_slug(c, &genie_id)?
+                        .ok_or_else(ApiError::agent_not_found)?;
+                    let url = format!("{base}/g/{slug}");
+                    Ok(db::qr_codes::insert(
+                        c,
+                        &uid,
+                        &genie_id,
+                        label.as_deref(),
+                        &url,
+                    )?)
+                })
+                .await?;
+            let summary = format!("created QR code for {}", code.url);
+            Ok(Reply::created(json!({"qr_code": code}))
+                .record(&code.id)
+                .summary(summary))
+        }
+        "delete" => {
+            let id = req.uuid()?;
+            let id2 = id.clone();
+            if !ctx
+                .db()
+                .write(move |c| Ok(db::qr_codes::soft_delete(c, &uid, &id2)?))
+                .await?
+            {
+                return Err(ApiError::not_found("QR code"));
+            }
+            Ok(Reply::deleted(&id).summary("deleted a QR code"))
+        }
+        "increment-download" => {
+            let id = req.uuid()?;
+            let body: Increment = req.data()?;
+            let n = body.count.unwrap_or(1);
+            if !(1..=1000).contains(&n) {
+                return Err(ApiError::validation(
+                    "data.count must be between 1 and 1000",
+                ));
+            }
+            let code = ctx
+                .db()
+                .write(move |c| {
+                    db::qr_codes::add_downloads(c, &uid, &id, n)?
+                        .ok_or_else(|| ApiError::not_found("QR code"))
+                })
+                .await?;
+            Ok(Reply::ok(json!({"qr_code": code}))
+                .summary(format!("counted {n} QR code download(s)")))
+        }
+        other => Err(ApiError::invalid_action(req.resource, other)),
+    }
+}

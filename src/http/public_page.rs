@@ -1,0 +1,522 @@
+//! What the public sees without signing in: the genie page at `/g/{slug}` (HTML), its text
+//! chat endpoint `POST /g/{slug}/chat`, and the embedded page assets. Also the QR images at
+//! `GET /v1/qr-code/{id}/image.svg|png`, which need the same credentials as the envelope.
+//!
+//! Pages are HTML, so their errors are HTML too: responses carry the [`KeepBody`] marker
+//! and `fix_envelope` leaves them alone.
+
+use std::io::Cursor;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::app::AppState;
+use crate::auth::{self, Credential};
+use crate::db;
+use crate::error::{ApiError, ApiResult};
+use crate::llm::{ChatRequest, Message};
+
+const PAGE: &str = include_str!("../../assets/page/page.html");
+const CHAT: &str = include_str!("../../assets/page/chat.html");
+const WIDGET: &str = include_str!("../../assets/page/widget.html");
+const NOT_FOUND: &str = include_str!("../../assets/page/not_found.html");
+const CSS: &str = include_str!("../../assets/page/page.css");
+const JS: &str = include_str!("../../assets/page/page.js");
+
+/// The reply the text chat gives when no LLM endpoint is configured.
+pub const NOT_CONFIGURED_REPLY: &str = "Voice is not configured for this genie yet: the service has no language model \
+     set up (the operator can set --llm-base-url), so it cannot answer. Your message was recorded.";
+
+const MAX_MESSAGE_CHARS: usize = 2000;
+const MAX_TURNS: usize = 200;
+
+/// Marks a response whose body must reach the client as it is (HTML pages and their 404).
+#[derive(Clone, Copy, Debug)]
+pub struct KeepBody;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/g/{slug}", get(page))
+        .route("/g/{slug}/chat", post(chat))
+        .route(
+            "/page-assets/page.css",
+            get(|| async { asset("text/css; charset=utf-8", CSS) }),
+        )
+        .route(
+            "/page-assets/page.js",
+            get(|| async { asset("text/javascript; charset=utf-8", JS) }),
+        )
+        .route("/v1/qr-code/{id}/image.svg", get(qr_svg))
+        .route("/v1/qr-code/{id}/image.png", get(qr_png))
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn html(status: StatusCode, body: String) -> Response {
+    let mut resp = (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    resp.extensions_mut().insert(KeepBody);
+    resp
+}
+
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// What the page shows of a genie.
+#[derive(Debug, Clone)]
+pub struct PageGenie {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    pub slug: String,
+    pub welcome: Option<String>,
+    pub branding: Value,
+    pub external_agent_id: Option<String>,
+    pub system_prompt: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<i64>,
+}
+
+fn find_active(c: &Connection, slug: &str) -> rusqlite::Result<Option<PageGenie>> {
+    c.query_row(
+        "SELECT id, user_id, name, page_slug, web_welcome_message, branding, external_agent_id, system_prompt,
+                temperature, max_tokens
+         FROM genies WHERE page_slug = ?1 AND is_active = 1",
+        [slug],
+        |r| {
+            Ok(PageGenie {
+                id: r.get(0)?,
+                user_id: r.get(1)?,
+                name: r.get(2)?,
+                slug: r.get(3)?,
+                welcome: r.get(4)?,
+                branding: db::json_col(r.get(5)?, json!({})),
+                external_agent_id: r.get(6)?,
+                system_prompt: r.get(7)?,
+                temperature: r.get(8)?,
+                max_tokens: r.get(9)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// `#rgb` or `#rrggbb`, as (r, g, b); anything else is ignored (no CSS injection).
+fn parse_color(v: Option<&Value>) -> Option<(u8, u8, u8)> {
+    let s = v?.as_str()?.trim();
+    let hex = s.strip_prefix('#')?;
+    let full = match hex.len() {
+        3 => hex.chars().flat_map(|c| [c, c]).collect::<String>(),
+        6 => hex.to_string(),
+        _ => return None,
+    };
+    let n = u32::from_str_radix(&full, 16).ok()?;
+    Some(((n >> 16) as u8, (n >> 8) as u8, n as u8))
+}
+
+fn branding_value<'a>(b: &'a Value, names: &[&str]) -> Option<&'a Value> {
+    names
+        .iter()
+        .find_map(|n| b.get(*n).filter(|v| !v.is_null()))
+}
+
+fn css_color((r, g, b): (u8, u8, u8)) -> String {
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// Black or white, whichever reads better on `c` (WCAG relative luminance).
+fn text_on((r, g, b): (u8, u8, u8)) -> &'static str {
+    let lin = |v: u8| {
+        let v = v as f64 / 255.0;
+        if v <= 0.03928 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let l = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    if l > 0.179 { "#000000" } else { "#ffffff" }
+}
+
+/// The page for a genie; `provider` is the active voice provider's name.
+pub fn render_page(g: &PageGenie, provider: &str) -> String {
+    let b = &g.branding;
+    let accent = parse_color(branding_value(
+        b,
+        &["primary_color", "primaryColor", "accent_color", "color"],
+    ))
+    .unwrap_or((0x1d, 0x4e, 0xd8));
+    let background = parse_color(branding_value(b, &["background_color", "backgroundColor"]))
+        .unwrap_or((0xf8, 0xfa, 0xfc));
+    let logo = branding_value(b, &["logo_url", "logoUrl", "logo"])
+        .and_then(Value::as_str)
+        .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
+        .map(|u| {
+            format!(
+                r#"<img src="{}" alt="{} logo">"#,
+                escape(u),
+                escape(&g.name)
+            )
+        })
+        .unwrap_or_default();
+    let welcome = g
+        .welcome
+        .clone()
+        .filter(|w| !w.trim().is_empty())
+        .unwrap_or_else(|| format!("Welcome! Start a conversation with {}.", g.name));
+    let (mode, start) = match (provider, g.external_agent_id.as_deref()) {
+        ("elevenlabs", Some(agent)) if !agent.is_empty() => {
+            ("widget", WIDGET.replace("{{agent_id}}", &escape(agent)))
+        }
+        _ => ("chat", CHAT.to_string()),
+    };
+    PAGE.replace("{{start}}", &start)
+        .replace("{{logo}}", &logo)
+        .replace("{{accent}}", &css_color(accent))
+        .replace("{{accent_text}}", text_on(accent))
+        .replace("{{background}}", &css_color(background))
+        .replace("{{foreground}}", text_on(background))
+        .replace("{{mode}}", mode)
+        .replace("{{slug}}", &escape(&g.slug))
+        .replace("{{welcome}}", &escape(&welcome))
+        .replace("{{name}}", &escape(&g.name))
+}
+
+async fn page(State(app): State<AppState>, Path(slug): Path<String>) -> Response {
+    let found = app.db.read(move |c| Ok(find_active(c, &slug)?)).await;
+    match found {
+        Ok(Some(g)) => html(StatusCode::OK, render_page(&g, app.voice.name())),
+        Ok(None) => html(StatusCode::NOT_FOUND, NOT_FOUND.to_string()),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatIn {
+    #[serde(default, alias = "conversationId")]
+    conversation_id: Option<String>,
+    message: String,
+}
+
+struct Convo {
+    id: String,
+    started_at: String,
+    transcript: Vec<crate::voice::Turn>,
+}
+
+async fn chat(State(app): State<AppState>, Path(slug): Path<String>, body: Bytes) -> Response {
+    match chat_inner(&app, slug, &body).await {
+        Ok(v) => Json(json!({"success": true, "data": v})).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn chat_inner(app: &AppState, slug: String, body: &[u8]) -> ApiResult<Value> {
+    let raw = serde_json::from_slice::<Value>(body)
+        .map_err(|e| ApiError::validation(format!("request body is not valid JSON: {e}")))?;
+    let input: ChatIn = crate::api::parse_value(&raw, "body")?;
+    let message = input.message.trim().to_string();
+    if message.is_empty() || message.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(ApiError::validation(format!(
+            "message must be 1 to {MAX_MESSAGE_CHARS} characters"
+        )));
+    }
+    let conv_id = input
+        .conversation_id
+        .filter(|s| !s.is_empty())
+        .map(|s| crate::api::parse_uuid(&s, "conversation_id"))
+        .transpose()?;
+    let (genie, convo) = app
+        .db
+        .read(move |c| {
+            let g = find_active(c, &slug)?.ok_or_else(ApiError::agent_not_found)?;
+            let convo = match conv_id {
+                None => None,
+                Some(id) => Some(
+                    c.query_row(
+                        "SELECT id, started_at, transcript FROM conversations
+                         WHERE id = ?1 AND genie_id = ?2 AND channel = 'web' AND status = 'in-progress'",
+                        [&id, &g.id],
+                        |r| Ok(Convo { id: r.get(0)?, started_at: r.get(1)?, transcript: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default() }),
+                    )
+                    .optional()?
+                    .ok_or_else(|| ApiError::not_found("conversation"))?,
+                ),
+            };
+            Ok((g, convo))
+        })
+        .await?;
+    if convo
+        .as_ref()
+        .is_some_and(|c| c.transcript.len() + 2 > MAX_TURNS)
+    {
+        return Err(ApiError::validation(format!(
+            "this conversation has reached {MAX_TURNS} turns; start a new one"
+        )));
+    }
+    let now = chrono::Utc::now();
+    let started_at = convo
+        .as_ref()
+        .map(|c| c.started_at.clone())
+        .unwrap_or_else(|| db::fmt_time(now));
+    let elapsed = chrono::DateTime::parse_from_rfc3339(&started_at)
+        .map(|t| {
+            (now - t.with_timezone(&chrono::Utc))
+                .num_milliseconds()
+                .max(0) as f64
+                / 1000.0
+        })
+        .unwrap_or(0.0);
+    let mut transcript = convo
+        .as_ref()
+        .map(|c| c.transcript.clone())
+        .unwrap_or_default();
+    let (reply, configured) = match &app.llm {
+        None => (NOT_CONFIGURED_REPLY.to_string(), false),
+        Some(llm) => {
+            let system = genie
+                .system_prompt
+                .clone()
+                .filter(|s| !s.trim().is_empty())
+                .unwrap_or_else(|| format!("You are {}, a helpful assistant.", genie.name));
+            let mut messages = vec![Message::new("system", system)];
+            for t in &transcript {
+                messages.push(Message::new(
+                    if t.role == "user" {
+                        "user"
+                    } else {
+                        "assistant"
+                    },
+                    t.message.clone(),
+                ));
+            }
+            messages.push(Message::new("user", message.clone()));
+            let req = ChatRequest {
+                model: llm.default_model.clone(),
+                messages,
+                tools: None,
+                temperature: genie.temperature,
+                max_tokens: genie.max_tokens,
+            };
+            let out = llm.chat(&req).await.map_err(|e| {
+                tracing::warn!(error = %e, "public page chat: LLM call failed");
+                ApiError::upstream("the genie could not answer right now; try again")
+            })?;
+            let text = out.message.content.unwrap_or_default().trim().to_string();
+            if text.is_empty() {
+                return Err(ApiError::upstream(
+                    "the genie sent an empty answer; try again",
+                ));
+            }
+            (text, true)
+        }
+    };
+    let secs = (elapsed * 10.0).round() / 10.0;
+    transcript.push(crate::voice::Turn {
+        role: "user".into(),
+        message: message.clone(),
+        time_in_call_secs: secs,
+    });
+    if configured {
+        transcript.push(crate::voice::Turn {
+            role: "agent".into(),
+            message: reply.clone(),
+            time_in_call_secs: secs,
+        });
+    }
+    let is_new = convo.is_none();
+    let id = convo.map(|c| c.id).unwrap_or_else(db::new_id);
+    let (gid, uid, tjson) = (
+        genie.id.clone(),
+        genie.user_id.clone(),
+        serde_json::to_string(&transcript)?,
+    );
+    let duration = elapsed.round() as i64;
+    let id2 = id.clone();
+    let record = app
+        .db
+        .write(move |c| {
+            let at = db::now();
+            if is_new {
+                let meta = json!({"source": "public_page", "llm_configured": configured}).to_string();
+                c.execute(
+                    "INSERT INTO conversations (id, user_id, genie_id, channel, status, started_at, duration_seconds,
+                         transcript, metadata, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, 'web', 'in-progress', ?4, 0, ?5, ?6, ?7, ?7)",
+                    params![id2, uid, gid, started_at, tjson, meta, at],
+                )?;
+            } else {
+                c.execute(
+                    "UPDATE conversations SET transcript = ?2, duration_seconds = ?3, updated_at = ?4 WHERE id = ?1",
+                    params![id2, tjson, duration, at],
+                )?;
+            }
+            Ok(json!({"id": id2, "genie_id": gid, "channel": "web", "turns": transcript.len()}))
+        })
+        .await?;
+    tracing::debug!(conversation = %record["id"], turns = %record["turns"], "public page chat recorded");
+    Ok(json!({"conversation_id": id, "reply": reply, "configured": configured}))
+}
+
+// ---- QR images ---------------------------------------------------------------------------
+
+async fn qr_url(app: &AppState, headers: &HeaderMap, id: &str) -> ApiResult<String> {
+    let principal = auth::authenticate(app, Credential::from_headers(headers)?, false).await?;
+    if let Err(limited) = app.limits.check(&principal.rate_key()) {
+        return Err(limited.error);
+    }
+    let id = crate::api::parse_uuid(id, "id")?;
+    let uid = principal.user_id.clone();
+    let code = app
+        .db
+        .read(move |c| Ok(db::qr_codes::get(c, &uid, &id)?))
+        .await?;
+    Ok(code.ok_or_else(|| ApiError::not_found("QR code"))?.url)
+}
+
+fn qr_code(url: &str) -> ApiResult<qrcode::QrCode> {
+    qrcode::QrCode::with_error_correction_level(url.as_bytes(), qrcode::EcLevel::M)
+        .map_err(ApiError::internal)
+}
+
+async fn qr_svg(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let run = async {
+        let url = qr_url(&app, &headers, &id).await?;
+        let svg = qr_code(&url)?
+            .render::<qrcode::render::svg::Color>()
+            .min_dimensions(256, 256)
+            .quiet_zone(true)
+            .build();
+        Ok::<_, ApiError>(
+            (
+                [
+                    (header::CONTENT_TYPE, "image/svg+xml"),
+                    (header::CACHE_CONTROL, "private, no-store"),
+                ],
+                svg,
+            )
+                .into_response(),
+        )
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn qr_png(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let run = async {
+        let url = qr_url(&app, &headers, &id).await?;
+        let png = db::run_blocking(move || {
+            let img = qr_code(&url)?
+                .render::<image::Luma<u8>>()
+                .min_dimensions(512, 512)
+                .quiet_zone(true)
+                .build();
+            let mut out = Cursor::new(Vec::new());
+            image::DynamicImage::ImageLuma8(img)
+                .write_to(&mut out, image::ImageFormat::Png)
+                .map_err(ApiError::internal)?;
+            Ok(out.into_inner())
+        })
+        .await?;
+        Ok::<_, ApiError>(
+            (
+                [
+                    (header::CONTENT_TYPE, "image/png"),
+                    (header::CACHE_CONTROL, "private, no-store"),
+                ],
+                png,
+            )
+                .into_response(),
+        )
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn genie() -> PageGenie {
+        PageGenie {
+            id: "g".into(),
+            user_id: "u".into(),
+            name: "Ada <b>".into(),
+            slug: "ada".into(),
+            welcome: Some("Hi \"there\"".into()),
+            branding: json!({"primary_color": "#ffcc00", "logo_url": "javascript:alert(1)"}),
+            external_agent_id: Some("agent_123".into()),
+            system_prompt: None,
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+
+    #[test]
+    fn elevenlabs_gets_the_widget_and_local_gets_the_chat() {
+        let el = render_page(&genie(), "elevenlabs");
+        assert!(el.contains(r#"<elevenlabs-convai agent-id="agent_123">"#));
+        assert!(!el.contains("id=\"chat-form\""));
+        let local = render_page(&genie(), "local");
+        assert!(local.contains("id=\"chat-form\""));
+        assert!(!local.contains("elevenlabs-convai"));
+    }
+
+    #[test]
+    fn values_are_escaped_and_colours_checked() {
+        let p = render_page(&genie(), "local");
+        assert!(p.contains("Ada &lt;b&gt;"));
+        assert!(p.contains("Hi &quot;there&quot;"));
+        assert!(p.contains("--accent: #ffcc00; --accent-text: #000000"));
+        assert!(!p.contains("javascript:"));
+        let mut g = genie();
+        g.branding = json!({"primary_color": "red;}</style><script>"});
+        assert!(render_page(&g, "local").contains("--accent: #1d4ed8"));
+    }
+}
