@@ -74,7 +74,8 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
         bus: Bus::default(),
         jobs_notify: Notify::new(),
     });
-    let router = http::router(state.clone(), Router::new());
+    // The knowledge base's multipart upload route.
+    let router = http::router(state.clone(), Router::new().merge(crate::api::documents::upload::routes()));
     Ok(App { state, router })
 }
 

@@ -91,6 +91,16 @@ pub struct Config {
     /// networks only: it disables the SSRF guard.
     #[arg(long, env = "GENIED_ALLOW_PRIVATE_OUTBOUND", default_value_t = false)]
     pub allow_private_outbound: bool,
+
+    /// Largest accepted document upload (decoded file or typed text), in bytes; the
+    /// multipart route `POST /v1/knowledge-base/upload` accepts up to this much.
+    #[arg(long, env = "GENIED_MAX_UPLOAD_BYTES", default_value_t = 50 * 1024 * 1024)]
+    pub max_upload_bytes: usize,
+
+    /// Where YouTube transcripts are fetched from; `{video_id}` is replaced by the video id.
+    /// The answer must be timed-text XML (`<transcript><text>…</text></transcript>`).
+    #[arg(long, env = "GENIED_YOUTUBE_TRANSCRIPT_URL", default_value = "https://www.youtube.com/api/timedtext?lang=en&v={video_id}")]
+    pub youtube_transcript_url: String,
 }
 
 impl Config {

@@ -91,6 +91,7 @@ pub fn pending_count(c: &Connection) -> rusqlite::Result<i64> {
 async fn run(_app: &AppState, job: &Job) -> Result<(), String> {
     match job.kind.as_str() {
         "noop" => Ok(()),
+        k if k.starts_with("document.") => crate::knowledge::pipeline::run(_app, job).await,
         other => Err(format!("unknown job kind '{other}'")),
     }
 }

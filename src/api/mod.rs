@@ -4,6 +4,8 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod document_folders;
+pub mod documents;
 pub mod profiles;
 
 use axum::http::StatusCode;
@@ -186,6 +188,8 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "api-keys" => api_keys::handle(ctx, &req).await?,
         "profiles" => profiles::handle(ctx, &req).await?,
         "activities" => activities::handle(ctx, &req).await?,
+        "knowledge-base" => documents::handle(ctx, &req).await?,
+        "document-folders" => document_folders::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {
