@@ -80,8 +80,9 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
         bus: Bus::default(),
         jobs_notify: Notify::new(),
     });
-    let extra = Router::new();
-    let extra = extra.merge(http::public_page::routes());
+    let extra = Router::new()
+        .merge(http::public_page::routes())
+        .merge(crate::api::documents::upload::routes());
     let router = http::router(state.clone(), extra);
     Ok(App { state, router })
 }

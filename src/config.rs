@@ -117,6 +117,19 @@ pub struct Config {
     /// Hours a team invitation stays valid.
     #[arg(long, env = "GENIED_TEAM_INVITE_TTL_HOURS", default_value_t = 168)]
     pub team_invite_ttl_hours: u64,
+    /// Largest accepted document upload (decoded file or typed text), in bytes; the
+    /// multipart route `POST /v1/knowledge-base/upload` accepts up to this much.
+    #[arg(long, env = "GENIED_MAX_UPLOAD_BYTES", default_value_t = 50 * 1024 * 1024)]
+    pub max_upload_bytes: usize,
+
+    /// Where YouTube transcripts are fetched from; `{video_id}` is replaced by the video id.
+    /// The answer must be timed-text XML (`<transcript><text>…</text></transcript>`).
+    #[arg(
+        long,
+        env = "GENIED_YOUTUBE_TRANSCRIPT_URL",
+        default_value = "https://www.youtube.com/api/timedtext?lang=en&v={video_id}"
+    )]
+    pub youtube_transcript_url: String,
 }
 
 impl Config {

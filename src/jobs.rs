@@ -131,6 +131,7 @@ async fn run(app: &AppState, job: &Job) -> Result<(), String> {
     match job.kind.as_str() {
         "noop" => Ok(()),
         crate::webhooks::DELIVER_JOB => crate::webhooks::deliver_job(app, &job.payload).await,
+        k if k.starts_with("document.") => crate::knowledge::pipeline::run(app, job).await,
         other => Err(format!("unknown job kind '{other}'")),
     }
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod jobs;
+pub mod knowledge;
 pub mod llm;
 pub mod net;
 pub mod secrets;

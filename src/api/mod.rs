@@ -4,6 +4,8 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod document_folders;
+pub mod documents;
 pub mod marketplace;
 pub mod notifications;
 pub mod profiles;
@@ -244,6 +246,8 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "qr-code" => qr_codes::handle(ctx, &req).await?,
         "teams" => teams::handle(ctx, &req).await?,
         "marketplace" => marketplace::handle(ctx, &req).await?,
+        "knowledge-base" => documents::handle(ctx, &req).await?,
+        "document-folders" => document_folders::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

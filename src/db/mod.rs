@@ -5,6 +5,8 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod document_folders;
+pub mod documents;
 pub mod marketplace;
 pub mod notifications;
 pub mod qr_codes;

@@ -7,6 +7,8 @@ mod activities;
 mod api_keys;
 mod auth;
 mod cli;
+mod document_folders;
+mod documents;
 mod durability;
 mod envelope;
 mod marketplace;

@@ -1,0 +1,488 @@
+//! Knowledge-base documents, their genie links and their retrieval chunks. Every lookup a
+//! user can reach takes a `Scope` that filters by owner (plus public documents) in SQL.
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{new_id, now};
+
+/// Who is asking and what they may see.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub user_id: String,
+    /// Admin with `adminMode`: every document, with owner information.
+    pub all: bool,
+}
+
+impl Scope {
+    /// SQL condition on the `d` alias and its parameters, for reading.
+    fn visible(&self) -> (String, Vec<SqlValue>) {
+        if self.all {
+            ("1 = 1".into(), vec![])
+        } else {
+            (
+                "(d.user_id = ? OR d.is_public = 1)".into(),
+                vec![SqlValue::Text(self.user_id.clone())],
+            )
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Document {
+    pub id: String,
+    pub user_id: String,
+    pub external_id: Option<String>,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub doc_type: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub is_active: bool,
+    pub is_public: bool,
+    pub folder_id: Option<String>,
+    pub folder_name: Option<String>,
+    pub size_bytes: i64,
+    pub source_url: Option<String>,
+    pub original_hash: Option<String>,
+    pub content_hash: Option<String>,
+    pub filename: Option<String>,
+    pub options: Value,
+    pub created_at: String,
+    pub updated_at: String,
+    pub owner: Option<Value>,
+}
+
+const COLS: &str = "d.id, d.user_id, d.external_id, d.name, d.type, d.status, d.error, d.is_active, d.is_public,
+    d.folder_id, f.name, d.size_bytes, d.source_url, d.original_hash, d.content_hash, d.filename, d.options,
+    d.created_at, d.updated_at, u.full_name, u.email";
+const FROM: &str = "documents d LEFT JOIN document_folders f ON f.id = d.folder_id LEFT JOIN users u ON u.id = d.user_id";
+
+fn from_row(r: &Row) -> rusqlite::Result<Document> {
+    let user_id: String = r.get(1)?;
+    let owner = json!({"id": user_id, "full_name": r.get::<_, Option<String>>(19)?, "email": r.get::<_, Option<String>>(20)?});
+    Ok(Document {
+        id: r.get(0)?,
+        user_id,
+        external_id: r.get(2)?,
+        name: r.get(3)?,
+        doc_type: r.get(4)?,
+        status: r.get(5)?,
+        error: r.get(6)?,
+        is_active: r.get(7)?,
+        is_public: r.get(8)?,
+        folder_id: r.get(9)?,
+        folder_name: r.get(10)?,
+        size_bytes: r.get(11)?,
+        source_url: r.get(12)?,
+        original_hash: r.get(13)?,
+        content_hash: r.get(14)?,
+        filename: r.get(15)?,
+        options: super::json_col(r.get(16)?, json!({})),
+        created_at: r.get(17)?,
+        updated_at: r.get(18)?,
+        owner: Some(owner),
+    })
+}
+
+pub struct NewDocument<'a> {
+    pub user_id: &'a str,
+    pub name: &'a str,
+    pub doc_type: &'a str,
+    pub status: &'a str,
+    pub folder_id: Option<&'a str>,
+    pub is_public: bool,
+    pub size_bytes: i64,
+    pub source_url: Option<&'a str>,
+    pub original_hash: Option<&'a str>,
+    pub filename: Option<&'a str>,
+    pub options: &'a Value,
+}
+
+pub fn insert(c: &Connection, new: &NewDocument) -> rusqlite::Result<String> {
+    let id = new_id();
+    let ts = now();
+    c.execute(
+        "INSERT INTO documents (id, user_id, name, type, status, is_public, folder_id, size_bytes, source_url,
+            original_hash, filename, options, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)",
+        params![
+            id,
+            new.user_id,
+            new.name,
+            new.doc_type,
+            new.status,
+            new.is_public,
+            new.folder_id,
+            new.size_bytes,
+            new.source_url,
+            new.original_hash,
+            new.filename,
+            new.options.to_string(),
+            ts
+        ],
+    )?;
+    Ok(id)
+}
+
+/// Any document by id, unscoped: for the pipeline only.
+pub fn get_any(c: &Connection, id: &str) -> rusqlite::Result<Option<Document>> {
+    c.query_row(
+        &format!("SELECT {COLS} FROM {FROM} WHERE d.id = ?1"),
+        [id],
+        from_row,
+    )
+    .optional()
+}
+
+/// A document the scope may read, by UUID or by external id.
+pub fn find(
+    c: &Connection,
+    scope: &Scope,
+    id_or_external: &str,
+) -> rusqlite::Result<Option<Document>> {
+    let (cond, mut p) = scope.visible();
+    p.insert(0, SqlValue::Text(id_or_external.to_string()));
+    c.query_row(
+        &format!("SELECT {COLS} FROM {FROM} WHERE (d.id = ?1 OR d.external_id = ?1) AND {cond}"),
+        params_from_iter(p),
+        from_row,
+    )
+    .optional()
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct ListFilter {
+    pub search: Option<String>,
+    /// `Some(true)` public only, `Some(false)` private only.
+    pub public: Option<bool>,
+    pub doc_type: Option<String>,
+    pub folder_id: Option<Option<String>>,
+    pub owner_id: Option<String>,
+}
+
+/// Turns free text into an FTS5 query: every word quoted, all required, the last one a prefix.
+pub fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|ch: char| !ch.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{}\"", w.replace('"', "")))
+        .collect();
+    if words.is_empty() {
+        return None;
+    }
+    Some(words.join(" "))
+}
+
+pub fn list(
+    c: &Connection,
+    scope: &Scope,
+    f: &ListFilter,
+    limit: i64,
+    offset: i64,
+) -> rusqlite::Result<(Vec<Document>, i64)> {
+    let (cond, mut p) = scope.visible();
+    let mut wh = vec![cond];
+    if let Some(term) = f.search.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        let like = format!(
+            "%{}%",
+            term.replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        match fts_query(term) {
+            Some(q) => {
+                wh.push(
+                    "(d.name LIKE ? ESCAPE '\\' OR d.id IN (SELECT ch.document_id FROM document_chunks_fts
+                       JOIN document_chunks ch ON ch.id = document_chunks_fts.rowid WHERE document_chunks_fts MATCH ?))"
+                        .into(),
+                );
+                p.push(SqlValue::Text(like));
+                p.push(SqlValue::Text(q));
+            }
+            None => {
+                wh.push("d.name LIKE ? ESCAPE '\\'".into());
+                p.push(SqlValue::Text(like));
+            }
+        }
+    }
+    if let Some(public) = f.public {
+        wh.push("d.is_public = ?".into());
+        p.push(SqlValue::Integer(public as i64));
+        if !public && !scope.all {
+            // Private documents of others are never visible anyway; say it explicitly.
+            wh.push("d.user_id = ?".into());
+            p.push(SqlValue::Text(scope.user_id.clone()));
+        }
+    }
+    if let Some(t) = &f.doc_type {
+        wh.push("d.type = ?".into());
+        p.push(SqlValue::Text(t.clone()));
+    }
+    match &f.folder_id {
+        Some(Some(folder)) => {
+            wh.push("d.folder_id = ?".into());
+            p.push(SqlValue::Text(folder.clone()));
+        }
+        Some(None) => wh.push("d.folder_id IS NULL".into()),
+        None => {}
+    }
+    if let Some(owner) = &f.owner_id {
+        wh.push("d.user_id = ?".into());
+        p.push(SqlValue::Text(owner.clone()));
+    }
+    let wh = wh.join(" AND ");
+    let total: i64 = c.query_row(
+        &format!("SELECT COUNT(*) FROM {FROM} WHERE {wh}"),
+        params_from_iter(p.iter()),
+        |r| r.get(0),
+    )?;
+    let mut p2 = p.clone();
+    p2.push(SqlValue::Integer(limit));
+    p2.push(SqlValue::Integer(offset));
+    let mut st = c.prepare(&format!(
+        "SELECT {COLS} FROM {FROM} WHERE {wh} ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?"
+    ))?;
+    let docs = st
+        .query_map(params_from_iter(p2), from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((docs, total))
+}
+
+/// Genies linked to a document, `{id, name}`; only the caller's genies unless `all`.
+pub fn dependent_agents(
+    c: &Connection,
+    doc_id: &str,
+    scope: &Scope,
+) -> rusqlite::Result<Vec<Value>> {
+    let mut st = c.prepare_cached(
+        "SELECT g.id, g.name FROM genie_documents gd JOIN genies g ON g.id = gd.genie_id
+         WHERE gd.document_id = ?1 AND (?2 OR g.user_id = ?3) ORDER BY gd.created_at, g.id",
+    )?;
+    st.query_map(params![doc_id, scope.all, scope.user_id], |r| {
+        Ok(json!({"id": r.get::<_, String>(0)?, "name": r.get::<_, String>(1)?}))
+    })?
+    .collect()
+}
+
+/// Every genie linked to the document, whoever owns it (for provider sync).
+pub fn linked_genies(c: &Connection, doc_id: &str) -> rusqlite::Result<Vec<String>> {
+    let mut st = c.prepare_cached("SELECT genie_id FROM genie_documents WHERE document_id = ?1")?;
+    st.query_map([doc_id], |r| r.get(0))?.collect()
+}
+
+/// A genie the user may attach documents to: `(id, external_agent_id)`.
+pub fn owned_genie(
+    c: &Connection,
+    user_id: &str,
+    any_owner: bool,
+    genie_id: &str,
+) -> rusqlite::Result<Option<(String, Option<String>)>> {
+    c.query_row(
+        "SELECT id, external_agent_id FROM genies WHERE id = ?1 AND (?2 OR user_id = ?3)",
+        params![genie_id, any_owner, user_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+}
+
+/// Links; returns false when the link already existed.
+pub fn link(c: &Connection, genie_id: &str, doc_id: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute(
+        "INSERT OR IGNORE INTO genie_documents (genie_id, document_id, created_at) VALUES (?1, ?2, ?3)",
+        params![genie_id, doc_id, now()],
+    )? == 1)
+}
+
+pub fn unlink(c: &Connection, genie_id: &str, doc_id: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute(
+        "DELETE FROM genie_documents WHERE genie_id = ?1 AND document_id = ?2",
+        params![genie_id, doc_id],
+    )? == 1)
+}
+
+pub fn genie_document_ids(c: &Connection, genie_id: &str) -> rusqlite::Result<Vec<String>> {
+    let mut st = c.prepare_cached("SELECT document_id FROM genie_documents WHERE genie_id = ?1")?;
+    st.query_map([genie_id], |r| r.get(0))?.collect()
+}
+
+/// The provider view of a genie's knowledge base: `(external agent id, [(external doc id, name, type)])`.
+#[allow(clippy::type_complexity)]
+pub fn genie_kb(
+    c: &Connection,
+    genie_id: &str,
+) -> rusqlite::Result<Option<(String, Vec<(String, String, String)>)>> {
+    let agent: Option<Option<String>> = c
+        .query_row(
+            "SELECT external_agent_id FROM genies WHERE id = ?1",
+            [genie_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(Some(agent)) = agent else {
+        return Ok(None);
+    };
+    let mut st = c.prepare_cached(
+        "SELECT d.external_id, d.name, d.type FROM genie_documents gd JOIN documents d ON d.id = gd.document_id
+         WHERE gd.genie_id = ?1 AND d.external_id IS NOT NULL AND d.is_active = 1 ORDER BY gd.created_at, d.id",
+    )?;
+    let docs = st
+        .query_map([genie_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(Some((agent, docs)))
+}
+
+pub fn set_status(
+    c: &Connection,
+    id: &str,
+    status: &str,
+    error: Option<&str>,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE documents SET status = ?2, error = ?3, updated_at = ?4 WHERE id = ?1",
+        params![id, status, error, now()],
+    )?;
+    Ok(())
+}
+
+pub fn set_content_hash(c: &Connection, id: &str, hash: &str) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE documents SET content_hash = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, hash, now()],
+    )?;
+    Ok(())
+}
+
+pub fn set_external_id(c: &Connection, id: &str, external: Option<&str>) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE documents SET external_id = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, external, now()],
+    )?;
+    Ok(())
+}
+
+pub fn set_size(c: &Connection, id: &str, size: i64) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE documents SET size_bytes = ?2 WHERE id = ?1",
+        params![id, size],
+    )?;
+    Ok(())
+}
+
+/// Metadata fields of `update` (mode data) and `bulk-update`.
+#[derive(Debug, Default, Clone)]
+pub struct MetaUpdate {
+    pub name: Option<String>,
+    pub is_active: Option<bool>,
+    pub is_public: Option<bool>,
+    pub folder_id: Option<Option<String>>,
+}
+
+impl MetaUpdate {
+    pub fn is_empty(&self) -> bool {
+        self.name.is_none()
+            && self.is_active.is_none()
+            && self.is_public.is_none()
+            && self.folder_id.is_none()
+    }
+}
+
+pub fn update_meta(c: &Connection, id: &str, m: &MetaUpdate) -> rusqlite::Result<bool> {
+    let n = c.execute(
+        "UPDATE documents SET name = COALESCE(?2, name), is_active = COALESCE(?3, is_active),
+            is_public = COALESCE(?4, is_public),
+            folder_id = CASE WHEN ?5 THEN ?6 ELSE folder_id END, updated_at = ?7
+         WHERE id = ?1",
+        params![
+            id,
+            m.name,
+            m.is_active,
+            m.is_public,
+            m.folder_id.is_some(),
+            m.folder_id.clone().flatten(),
+            now()
+        ],
+    )?;
+    Ok(n == 1)
+}
+
+pub fn delete(c: &Connection, id: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute("DELETE FROM documents WHERE id = ?1", [id])? == 1)
+}
+
+/// How many records still use a stored file.
+pub fn hash_uses(c: &Connection, hash: &str) -> rusqlite::Result<i64> {
+    c.query_row(
+        "SELECT COUNT(*) FROM documents WHERE original_hash = ?1 OR content_hash = ?1",
+        [hash],
+        |r| r.get(0),
+    )
+}
+
+pub fn replace_chunks(c: &Connection, doc_id: &str, chunks: &[String]) -> rusqlite::Result<()> {
+    c.execute(
+        "DELETE FROM document_chunks WHERE document_id = ?1",
+        [doc_id],
+    )?;
+    let mut st = c.prepare_cached(
+        "INSERT INTO document_chunks (document_id, seq, content) VALUES (?1, ?2, ?3)",
+    )?;
+    for (i, ch) in chunks.iter().enumerate() {
+        st.execute(params![doc_id, i as i64, ch])?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub document_id: String,
+    pub document_name: String,
+    pub chunk_index: i64,
+    pub snippet: String,
+    pub content: String,
+    pub score: f64,
+}
+
+/// The best chunks for an FTS query, bm25-ranked, among completed active documents the scope
+/// reads, optionally only those linked to one genie.
+pub fn search(
+    c: &Connection,
+    scope: &Scope,
+    fts: &str,
+    genie_id: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Vec<Hit>> {
+    let (cond, vis) = scope.visible();
+    let mut p: Vec<SqlValue> = vec![SqlValue::Text(fts.to_string())];
+    p.extend(vis);
+    let mut genie_cond = String::new();
+    if let Some(g) = genie_id {
+        genie_cond =
+            " AND d.id IN (SELECT document_id FROM genie_documents WHERE genie_id = ?)".into();
+        p.push(SqlValue::Text(g.to_string()));
+    }
+    p.push(SqlValue::Integer(limit));
+    let sql = format!(
+        "SELECT d.id, d.name, ch.seq, snippet(document_chunks_fts, 0, '[', ']', '…', 16), ch.content,
+                bm25(document_chunks_fts) AS rank
+         FROM document_chunks_fts
+         JOIN document_chunks ch ON ch.id = document_chunks_fts.rowid
+         JOIN documents d ON d.id = ch.document_id
+         WHERE document_chunks_fts MATCH ? AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
+         ORDER BY rank, ch.id LIMIT ?"
+    );
+    let mut st = c.prepare(&sql)?;
+    st.query_map(params_from_iter(p), |r| {
+        Ok(Hit {
+            document_id: r.get(0)?,
+            document_name: r.get(1)?,
+            chunk_index: r.get(2)?,
+            snippet: r.get(3)?,
+            content: r.get(4)?,
+            score: -r.get::<_, f64>(5)?,
+        })
+    })?
+    .collect()
+}

@@ -1,0 +1,382 @@
+//! The durable jobs that move a document's status. `document.extract` turns the source into
+//! raw text (stored in the file store) and queues `document.optimize`, which cleans and
+//! chunks the text, stores it with the provider (the 20-character external id) and marks the
+//! document `completed`. `document.sync_genie` pushes a genie's document list to the provider
+//! when an immediate push failed. Each step re-reads the document and does nothing when its
+//! status moved on, so a job that runs twice (after a crash) is harmless.
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde_json::json;
+
+use super::crawl::{self, FetchError};
+use super::extract::{self, text};
+use crate::app::AppState;
+use crate::db::documents::{self as docs, Document, Scope};
+use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
+use crate::jobs::{self, Job};
+use crate::voice::KbDocRef;
+
+pub const EXTRACT: &str = "document.extract";
+pub const OPTIMIZE: &str = "document.optimize";
+pub const SYNC_GENIE: &str = "document.sync_genie";
+/// Network failures of a source are retried this many times before the document fails.
+pub const MAX_FETCH_ATTEMPTS: i64 = 3;
+/// Characters per retrieval chunk.
+pub const CHUNK_CHARS: usize = 1000;
+
+/// Queues the first step; call inside the transaction that created the document.
+pub fn enqueue_extract(c: &Connection, doc_id: &str) -> rusqlite::Result<i64> {
+    jobs::enqueue(
+        c,
+        EXTRACT,
+        &json!({"document_id": doc_id}),
+        Duration::ZERO,
+        None,
+    )
+}
+
+pub async fn run(app: &AppState, job: &Job) -> Result<(), String> {
+    let id = |k: &str| {
+        job.payload[k]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("job payload lacks {k}"))
+    };
+    match job.kind.as_str() {
+        EXTRACT => extract_step(app, &id("document_id")?, job.attempts).await,
+        OPTIMIZE => optimize_step(app, &id("document_id")?).await,
+        SYNC_GENIE => sync_genie(app, &id("genie_id")?).await,
+        other => Err(format!("unknown job kind '{other}'")),
+    }
+}
+
+fn db_err(e: ApiError) -> String {
+    e.message
+}
+
+async fn load(app: &AppState, id: &str) -> Result<Option<Document>, String> {
+    let id = id.to_string();
+    app.db
+        .read(move |c| Ok(docs::get_any(c, &id)?))
+        .await
+        .map_err(db_err)
+}
+
+async fn read_file(app: &AppState, hash: Option<String>) -> Result<Vec<u8>, FetchError> {
+    let hash =
+        hash.ok_or_else(|| FetchError::Permanent("the document has no stored source".into()))?;
+    let store = super::store(app);
+    tokio::task::spawn_blocking(move || store.read(&hash))
+        .await
+        .map_err(|e| FetchError::Transient(e.to_string()))?
+        .map_err(|e| FetchError::Permanent(format!("the stored source could not be read: {e}")))
+}
+
+async fn blocking_extract(
+    f: impl FnOnce() -> Result<String, String> + Send + 'static,
+) -> Result<String, FetchError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(FetchError::Permanent),
+        Err(_) => Err(FetchError::Permanent(
+            "text extraction crashed on this file".into(),
+        )),
+    }
+}
+
+async fn source_text(app: &AppState, d: &Document) -> Result<String, FetchError> {
+    let url = || {
+        d.source_url
+            .clone()
+            .ok_or_else(|| FetchError::Permanent("the document has no source URL".into()))
+    };
+    match d.doc_type.as_str() {
+        "text" => Ok(text::decode(
+            &read_file(app, d.original_hash.clone()).await?,
+        )),
+        "pdf_upload" => {
+            let bytes = read_file(app, d.original_hash.clone()).await?;
+            blocking_extract(move || extract::pdf::extract(&bytes)).await
+        }
+        "file_upload" => {
+            let bytes = read_file(app, d.original_hash.clone()).await?;
+            let name = d.filename.clone().unwrap_or_default();
+            blocking_extract(move || extract::file_to_text(&name, &bytes)).await
+        }
+        "url" => match crawl::fetch_page(&app.net, &url()?).await? {
+            Some(p) => Ok(p.text),
+            None => Err(FetchError::Permanent(
+                "the page is not HTML, text or PDF".into(),
+            )),
+        },
+        "website" => {
+            let max_pages = d.options["max_pages"]
+                .as_u64()
+                .unwrap_or(crawl::DEFAULT_MAX_PAGES as u64) as u32;
+            let max_depth = d.options["max_depth"]
+                .as_u64()
+                .unwrap_or(crawl::DEFAULT_MAX_DEPTH as u64) as u32;
+            let pages = crawl::crawl(&app.net, &url()?, max_pages, max_depth).await?;
+            Ok(crawl::join_pages(&pages))
+        }
+        "youtube" => {
+            let src = url()?;
+            let vid = extract::youtube::video_id(&src).ok_or_else(|| {
+                FetchError::Permanent(format!("{src} is not a YouTube video URL"))
+            })?;
+            let t_url = extract::youtube::transcript_url(&app.config.youtube_transcript_url, &vid);
+            let res = app
+                .net
+                .get(&t_url, crate::net::Limits::default())
+                .await
+                .map_err(|e| match e {
+                    crate::net::NetError::Refused(m) => {
+                        FetchError::Permanent(format!("the transcript source was refused: {m}"))
+                    }
+                    crate::net::NetError::Failed(m) => {
+                        FetchError::Transient(format!("the transcript source failed: {m}"))
+                    }
+                })?;
+            match res.status {
+                200..=299 => {}
+                404 => {
+                    return Err(FetchError::Permanent(format!(
+                        "no transcript is available for video {vid}"
+                    )));
+                }
+                s if s >= 500 || s == 429 => {
+                    return Err(FetchError::Transient(format!(
+                        "the transcript source answered HTTP {s}"
+                    )));
+                }
+                s => {
+                    return Err(FetchError::Permanent(format!(
+                        "the transcript source answered HTTP {s}"
+                    )));
+                }
+            }
+            let body = res.text();
+            if body.trim().is_empty() {
+                return Err(FetchError::Permanent(format!(
+                    "no transcript is available for video {vid}"
+                )));
+            }
+            extract::youtube::parse_transcript(&body).map_err(FetchError::Permanent)
+        }
+        other => Err(FetchError::Permanent(format!(
+            "unknown document type '{other}'"
+        ))),
+    }
+}
+
+async fn extract_step(app: &AppState, id: &str, attempts: i64) -> Result<(), String> {
+    let Some(d) = load(app, id).await? else {
+        return Ok(());
+    };
+    if d.status != "pending_extraction" {
+        return Ok(());
+    }
+    let text = match source_text(app, &d).await {
+        Ok(t) if t.trim().is_empty() => {
+            return fail(app, id, "no text could be extracted from the source").await;
+        }
+        Ok(t) => t,
+        Err(FetchError::Transient(m)) if attempts < MAX_FETCH_ATTEMPTS => return Err(m),
+        Err(e) => return fail(app, id, e.message()).await,
+    };
+    let store = super::store(app);
+    let id2 = id.to_string();
+    app.db
+        .write(move |c| {
+            let Some(cur) = docs::get_any(c, &id2)? else {
+                return Ok(());
+            };
+            if cur.status != "pending_extraction" {
+                return Ok(());
+            }
+            let hash = store.put(text.as_bytes()).map_err(ApiError::internal)?;
+            docs::set_content_hash(c, &id2, &hash)?;
+            docs::set_status(c, &id2, "pending_optimization", None)?;
+            jobs::enqueue(
+                c,
+                OPTIMIZE,
+                &json!({"document_id": id2}),
+                Duration::ZERO,
+                None,
+            )?;
+            if cur.content_hash.as_deref() != Some(hash.as_str()) {
+                store.release(c, cur.content_hash.as_deref())?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(db_err)?;
+    app.wake_jobs();
+    Ok(())
+}
+
+async fn optimize_step(app: &AppState, id: &str) -> Result<(), String> {
+    let Some(d) = load(app, id).await? else {
+        return Ok(());
+    };
+    if d.status != "pending_optimization" {
+        return Ok(());
+    }
+    let raw = match read_file(app, d.content_hash.clone()).await {
+        Ok(b) => text::decode(&b),
+        Err(e) => return fail(app, id, e.message()).await,
+    };
+    let clean = text::optimize(&raw);
+    if clean.is_empty() {
+        return fail(app, id, "no text was left after removing boilerplate").await;
+    }
+    finalize(app, &d, clean)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.message)
+}
+
+/// Marks the document failed with a readable error and tells the bus.
+async fn fail(app: &AppState, id: &str, error: &str) -> Result<(), String> {
+    let (id2, err) = (id.to_string(), error.to_string());
+    let d = app
+        .db
+        .write(move |c| {
+            docs::set_status(c, &id2, "failed", Some(&err))?;
+            Ok(docs::get_any(c, &id2)?)
+        })
+        .await
+        .map_err(db_err)?;
+    if let Some(d) = d {
+        tracing::info!(document = %d.id, error, "document failed");
+        app.bus.emit(Event::new(
+            "document.failed",
+            &d.user_id,
+            super::render(&d, vec![], false),
+        ));
+    }
+    Ok(())
+}
+
+/// Stores the final text: the provider gets a new document (the old external one, if any,
+/// is deleted afterwards), chunks are replaced, the status becomes `completed`, and every
+/// genie using the document gets its list pushed with the new external id.
+pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<Document> {
+    let external = app.voice.create_document(&d.name, &text).await?;
+    if external.chars().count() != 20 {
+        tracing::warn!(document = %d.id, external = %external, "provider document id is not 20 characters");
+    }
+    let chunks = text::chunk(&text, CHUNK_CHARS);
+    let store = super::store(app);
+    let (id, ext2, size) = (d.id.clone(), external.clone(), text.len() as i64);
+    let sized = d.doc_type == "text"
+        || d.doc_type == "url"
+        || d.doc_type == "website"
+        || d.doc_type == "youtube";
+    let updated = app
+        .db
+        .write(move |c| {
+            let Some(cur) = docs::get_any(c, &id)? else {
+                return Ok(None);
+            };
+            let hash = store.put(text.as_bytes()).map_err(ApiError::internal)?;
+            docs::set_content_hash(c, &id, &hash)?;
+            docs::set_external_id(c, &id, Some(&ext2))?;
+            docs::set_status(c, &id, "completed", None)?;
+            if sized {
+                docs::set_size(c, &id, size)?;
+            }
+            docs::replace_chunks(c, &id, &chunks)?;
+            if cur.content_hash.as_deref() != Some(hash.as_str()) {
+                store.release(c, cur.content_hash.as_deref())?;
+            }
+            Ok(Some((
+                docs::get_any(c, &id)?.expect("present"),
+                docs::linked_genies(c, &id)?,
+            )))
+        })
+        .await;
+    let (doc, genies) = match updated {
+        Ok(Some(x)) => x,
+        Ok(None) => {
+            // Deleted meanwhile: do not leave the provider copy behind.
+            let _ = app.voice.delete_document(&external).await;
+            return Err(ApiError::not_found("document"));
+        }
+        Err(e) => {
+            let _ = app.voice.delete_document(&external).await;
+            return Err(e);
+        }
+    };
+    push_genies(app, &genies).await;
+    if let Some(old) = d.external_id.as_deref().filter(|o| *o != external)
+        && let Err(e) = app.voice.delete_document(old).await
+    {
+        tracing::warn!(document = %d.id, old, error = %e, "could not delete the old provider document");
+    }
+    let scope = Scope {
+        user_id: doc.user_id.clone(),
+        all: true,
+    };
+    let did = doc.id.clone();
+    let agents = app
+        .db
+        .read(move |c| Ok(docs::dependent_agents(c, &did, &scope)?))
+        .await
+        .unwrap_or_default();
+    app.bus.emit(Event::new(
+        "document.completed",
+        &doc.user_id,
+        super::render(&doc, agents, false),
+    ));
+    Ok(doc)
+}
+
+/// Pushes one genie's full document list to the provider (no-op without an external agent).
+pub async fn sync_genie(app: &AppState, genie_id: &str) -> Result<(), String> {
+    let g = genie_id.to_string();
+    let kb = app
+        .db
+        .read(move |c| Ok(docs::genie_kb(c, &g)?))
+        .await
+        .map_err(db_err)?;
+    let Some((agent, list)) = kb else {
+        return Ok(());
+    };
+    let refs: Vec<KbDocRef> = list
+        .into_iter()
+        .map(|(id, name, t)| KbDocRef {
+            id,
+            name,
+            doc_type: super::provider_type(&t).to_string(),
+        })
+        .collect();
+    app.voice
+        .set_agent_documents(&agent, &refs)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Pushes every genie's list now; a push that fails is queued as a durable retry.
+pub async fn push_genies(app: &AppState, genies: &[String]) {
+    for g in genies {
+        if let Err(e) = sync_genie(app, g).await {
+            tracing::warn!(genie = %g, error = %e, "document list push failed; queued for retry");
+            let (g2, base) = (g.clone(), app.config.job_backoff_base_ms);
+            let _ = app
+                .db
+                .write(move |c| {
+                    Ok(jobs::enqueue(
+                        c,
+                        SYNC_GENIE,
+                        &json!({"genie_id": g2}),
+                        jobs::backoff(1, base),
+                        Some(20),
+                    )?)
+                })
+                .await;
+        }
+    }
+}
