@@ -4,6 +4,8 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod genie_groups;
+pub mod genies;
 pub mod profiles;
 
 use axum::http::StatusCode;
@@ -186,6 +188,8 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "api-keys" => api_keys::handle(ctx, &req).await?,
         "profiles" => profiles::handle(ctx, &req).await?,
         "activities" => activities::handle(ctx, &req).await?,
+        "genies" => genies::handle(ctx, &req).await?,
+        "genie-groups" => genie_groups::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

@@ -5,6 +5,8 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod genie_groups;
+pub mod genies;
 pub mod sessions;
 pub mod users;
 

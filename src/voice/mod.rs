@@ -2,6 +2,7 @@
 //! provider with no external service; `elevenlabs` talks to the ElevenLabs Agents API.
 //! Handlers only ever see `dyn VoiceProvider` through `AppState::voice`.
 
+pub mod elevenlabs;
 pub mod local;
 
 use std::sync::Arc;
@@ -109,7 +110,10 @@ pub struct ProviderError {
 
 impl ProviderError {
     pub fn new(message: impl Into<String>) -> Self {
-        ProviderError { message: message.into(), status: None }
+        ProviderError {
+            message: message.into(),
+            status: None,
+        }
     }
 }
 
@@ -144,11 +148,55 @@ pub trait VoiceProvider: Send + Sync {
     /// Stores a document's text; returns its 20-character external id.
     async fn create_document(&self, name: &str, text: &str) -> ProviderResult<String>;
     async fn delete_document(&self, doc_id: &str) -> ProviderResult<()>;
-    async fn provision_number(&self, agent_id: &str, label: &str) -> ProviderResult<ProvisionedNumber>;
+    async fn provision_number(
+        &self,
+        agent_id: &str,
+        label: &str,
+    ) -> ProviderResult<ProvisionedNumber>;
     async fn release_number(&self, external_id: &str) -> ProviderResult<()>;
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>>;
-    async fn list_conversations(&self, agent_id: &str, cursor: Option<&str>) -> ProviderResult<ConversationPage>;
+    async fn list_conversations(
+        &self,
+        agent_id: &str,
+        cursor: Option<&str>,
+    ) -> ProviderResult<ConversationPage>;
     async fn get_conversation(&self, conversation_id: &str) -> ProviderResult<ConversationDetail>;
+    /// Whether `provision_number` can hand out a number on its own. Platforms where numbers
+    /// are imported with the operator's telephony credentials answer false, and callers
+    /// refuse `attachPhoneNumber` with a validation error instead of calling the provider.
+    fn supports_phone_provisioning(&self) -> bool {
+        true
+    }
 }
 
 pub type DynVoice = Arc<dyn VoiceProvider>;
+
+/// The voice used when a genie names none: ElevenLabs' premade "Rachel", also the first
+/// entry of the embedded catalog.
+pub const DEFAULT_VOICE_ID: &str = "21m00Tcm4TlvDq8ikWAM";
+
+/// The embedded voice catalog (`assets/voices.json`).
+pub fn catalog() -> Vec<Voice> {
+    serde_json::from_str(include_str!("../../assets/voices.json"))
+        .expect("assets/voices.json is valid")
+}
+
+/// Builds the provider `--voice-provider` names.
+pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow::Result<DynVoice> {
+    match config.voice_provider.as_str() {
+        "local" => Ok(Arc::new(local::LocalProvider::new(
+            db.clone(),
+            &config.phone_pool,
+        )?)),
+        "elevenlabs" => {
+            let key = config.elevenlabs_api_key.clone().filter(|k| !k.0.trim().is_empty()).ok_or_else(|| {
+                anyhow::anyhow!("--voice-provider elevenlabs needs --elevenlabs-api-key (or GENIED_ELEVENLABS_API_KEY)")
+            })?;
+            Ok(Arc::new(elevenlabs::ElevenLabs::new(
+                &config.elevenlabs_base_url,
+                key,
+            )?))
+        }
+        other => anyhow::bail!("unknown voice provider '{other}' (use local or elevenlabs)"),
+    }
+}

@@ -10,3 +10,6 @@ mod cli;
 mod envelope;
 mod profiles;
 mod rate_limit;
+mod genie_groups;
+mod genies;
+mod voice_elevenlabs;

@@ -1,0 +1,4 @@
+//! Local stand-ins for third-party services, bound to 127.0.0.1. Each checks what it
+//! receives and records it so tests can assert.
+
+pub mod elevenlabs;
