@@ -1298,3 +1298,147 @@ async fn elevenlabs_failure_on_delete_queues_a_durable_cleanup() {
         "the retried clean-up removed the agent"
     );
 }
+
+#[tokio::test]
+async fn rest_routes_helpers_and_local_conversations() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    // REST create, PATCH update, DELETE.
+    let r = app
+        .request(
+            Method::POST,
+            "/v1/genies",
+            Some(&u.token),
+            Some(json!({"genieName": "Rest"})),
+        )
+        .await;
+    let id = r.ok(201)["genie"]["id"].as_str().unwrap().to_string();
+    let r = app
+        .request(
+            Method::PATCH,
+            &format!("/v1/genies/{id}"),
+            Some(&u.token),
+            Some(json!({"name": "Rested"})),
+        )
+        .await;
+    assert_eq!(r.ok(200)["genie"]["name"], json!("Rested"));
+    let r = app
+        .request(
+            Method::GET,
+            &format!("/v1/genies/{id}"),
+            Some(&u.token),
+            None,
+        )
+        .await;
+    assert_eq!(r.ok(200)["genie"]["name"], json!("Rested"));
+    let r = app
+        .request(
+            Method::DELETE,
+            &format!("/v1/genies/{id}"),
+            Some(&u.token),
+            None,
+        )
+        .await;
+    assert_eq!(r.ok(200), &json!({"id": id, "deleted": true}));
+    assert_eq!(app.count("genies").await, 0);
+    assert_eq!(app.count("voice_local_agents").await, 0);
+
+    // The helper the marketplace uses: same rules, same object.
+    let g = genied::api::genies::create_genie_for(
+        &app.state,
+        &u.id,
+        json!({"genieName": "Installed", "systemPrompt": "t"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(g["name"], json!("Installed"));
+    assert_eq!(g["owner"], Value::Null);
+    let e = genied::api::genies::create_genie_for(
+        &app.state,
+        &u.id,
+        json!({"genieName": "x", "temperature": 5}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, "VALIDATION_ERROR");
+    assert_eq!(app.count("genies").await, 1);
+    let gid = g["id"].as_str().unwrap().to_string();
+    let (uid, g2) = (u.id.clone(), gid.clone());
+    let (readable, manageable, consumer_manage) = app
+        .state
+        .db
+        .read(move |c| {
+            use genied::db::genies::{can_manage_genie, can_read_genie};
+            use genied::db::users::Role;
+            Ok((
+                can_read_genie(c, &uid, Role::StandardUser, &g2)?,
+                can_manage_genie(c, &uid, Role::StandardUser, &g2)?,
+                can_manage_genie(c, &uid, Role::Consumer, &g2)?,
+            ))
+        })
+        .await
+        .unwrap();
+    assert_eq!((readable, manageable, consumer_manage), (true, true, false));
+
+    // Conversations hosted by the service, kept by the local provider.
+    use genied::voice::{ConversationDetail, Turn, VoiceProvider, local::LocalProvider};
+    let local = LocalProvider::new(app.state.db.clone(), "+15555550100").unwrap();
+    let agent = external_id(&app, &gid).await;
+    local
+        .record_conversation(ConversationDetail {
+            conversation_id: "conv_local_1".into(),
+            agent_id: agent.clone(),
+            status: "done".into(),
+            start_time_unix_secs: 1_700_000_000,
+            call_duration_secs: 30,
+            transcript: vec![Turn {
+                role: "agent".into(),
+                message: "Hi".into(),
+                time_in_call_secs: 0.0,
+            }],
+            summary: Some("short".into()),
+            metadata: json!({"channel": "web"}),
+        })
+        .await
+        .unwrap();
+    let page = local.list_conversations(&agent, None).await.unwrap();
+    assert_eq!(page.conversations.len(), 1);
+    assert_eq!(page.conversations[0].call_duration_secs, 30);
+    let c = local.get_conversation("conv_local_1").await.unwrap();
+    assert_eq!(c.transcript[0].message, "Hi");
+    assert_eq!(
+        local.get_conversation("nope").await.unwrap_err().status,
+        Some(404)
+    );
+    assert_eq!(
+        local.list_voices().await.unwrap()[0].voice_id,
+        genied::voice::DEFAULT_VOICE_ID
+    );
+}
+
+#[tokio::test]
+async fn elevenlabs_attach_phone_is_refused_honestly() {
+    let fake = FakeElevenLabs::start().await;
+    let app = el_app(&fake).await;
+    let u = app.standard().await;
+    let g = create(&app, &u.token, json!({"genieName": "No phone"})).await;
+    let before = fake.requests().len();
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "attach-phone",
+            Some(g["id"].clone()),
+            json!({}),
+        )
+        .await;
+    r.err(400, "VALIDATION_ERROR");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("imported")
+    );
+    assert_eq!(fake.requests().len(), before);
+    assert_eq!(app.count("genie_phone_numbers").await, 0);
+}
