@@ -1442,3 +1442,68 @@ async fn elevenlabs_attach_phone_is_refused_honestly() {
     assert_eq!(fake.requests().len(), before);
     assert_eq!(app.count("genie_phone_numbers").await, 0);
 }
+
+#[tokio::test]
+async fn document_sync_reaches_elevenlabs() {
+    let fake = FakeElevenLabs::start().await;
+    let app = el_app(&fake).await;
+    let u = app.standard().await;
+    let g = create(&app, &u.token, json!({"genieName": "Docs"})).await;
+    let id = g["id"].as_str().unwrap().to_string();
+    let agent_id = external_id(&app, &id).await;
+    let (uid, gid) = (u.id.clone(), id.clone());
+    app.state
+        .db
+        .write(move |c| {
+            let now = genied::db::now();
+            for (n, (doc_id, ext, ty, active)) in [
+                ("0190d5a8-0000-7000-8000-0000000000e1", "ext00000000000000001", "website", true),
+                ("0190d5a8-0000-7000-8000-0000000000e2", "ext00000000000000002", "pdf_upload", true),
+                ("0190d5a8-0000-7000-8000-0000000000e3", "ext00000000000000003", "text", false),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                c.execute(
+                    "INSERT INTO documents (id, user_id, external_id, name, type, status, is_active, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'completed', ?6, ?7, ?7)",
+                    rusqlite::params![doc_id, uid, ext, format!("Doc {n}"), ty, active, now],
+                )?;
+                c.execute(
+                    "INSERT INTO genie_documents (genie_id, document_id, created_at) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![gid, doc_id, format!("{now}{n}")],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    genied::api::genies::sync_agent_documents(&app.state, &id)
+        .await
+        .unwrap();
+    let patch = fake
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.method == "PATCH")
+        .unwrap();
+    assert_eq!(patch.path, format!("/v1/convai/agents/{agent_id}"));
+    assert_eq!(
+        patch.body,
+        json!({"conversation_config": {"agent": {"prompt": {"knowledge_base": [
+            {"id": "ext00000000000000001", "name": "Doc 0", "type": "url"},
+            {"id": "ext00000000000000002", "name": "Doc 1", "type": "file"}
+        ]}}}})
+    );
+    let r = app
+        .call(&u.token, "genies", "get", Some(json!(id)), json!({}))
+        .await;
+    let docs = r.ok(200)["genie"]["documents"].as_array().unwrap().clone();
+    assert_eq!(docs.len(), 3);
+    assert_eq!(docs[2]["is_active"], json!(false));
+    fake.fail("update_agent", 500);
+    let e = genied::api::genies::sync_agent_documents(&app.state, &id)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "UPSTREAM_ERROR");
+}

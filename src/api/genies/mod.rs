@@ -654,6 +654,12 @@ async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             if repo::find(c, &gid)?.is_none() {
                 return Err(ApiError::agent_not_found());
             }
+            // A concurrent attach-phone may have won the race since the check above.
+            if !repo::phones(c, &gid)?.is_empty() {
+                return Err(ApiError::conflict(
+                    "the genie already has a phone number; release it first",
+                ));
+            }
             repo::insert_phone(
                 c,
                 &PhoneRow {
