@@ -1507,3 +1507,26 @@ async fn document_sync_reaches_elevenlabs() {
         .unwrap_err();
     assert_eq!(e.code, "UPSTREAM_ERROR");
 }
+
+#[tokio::test]
+async fn concurrent_updates_do_not_lose_changes() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = create(&app, &u.token, json!({"genieName": "Busy"})).await;
+    let id = g["id"].clone();
+    let calls = (0..12).map(|i| {
+        let data = json!({"settings": {"custom": {format!("k{i}"): i}}});
+        app.call(&u.token, "genies", "update", Some(id.clone()), data)
+    });
+    for r in futures::future::join_all(calls).await {
+        r.ok(200);
+    }
+    let r = app
+        .call(&u.token, "genies", "get", Some(id), json!({}))
+        .await;
+    let custom = r.ok(200)["genie"]["settings"]["custom"]
+        .as_object()
+        .unwrap()
+        .clone();
+    assert_eq!(custom.len(), 12, "{custom:?}");
+}

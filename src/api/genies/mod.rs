@@ -29,6 +29,23 @@ pub use view::full_genie;
 
 pub const CLEANUP_JOB: &str = "genie.cleanup";
 
+/// One async lock per genie id, held by every action that reads a genie, talks to the
+/// provider and writes it back, so two concurrent updates cannot lose each other's changes
+/// or leave the provider with the older version. The service is one process, so this is
+/// enough; entries nobody holds are dropped.
+static LOCKS: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+async fn lock_genie(id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    let m = {
+        let mut map = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, v| std::sync::Arc::strong_count(v) > 1);
+        map.entry(id.to_string()).or_default().clone()
+    };
+    m.lock_owned().await
+}
+
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct Filters {
@@ -448,6 +465,7 @@ fn kb_refs(docs: &[repo::AttachedDoc]) -> Vec<KbDocRef> {
 /// provider. The knowledge-base resource calls this after attaching, detaching or replacing
 /// documents. A provider failure is a 502 `UPSTREAM_ERROR`.
 pub async fn sync_agent_documents(app: &AppState, genie_id: &str) -> ApiResult<()> {
+    let _guard = lock_genie(genie_id).await;
     let id = genie_id.to_string();
     let (row, docs) = app
         .db
@@ -468,6 +486,7 @@ pub async fn sync_agent_documents(app: &AppState, genie_id: &str) -> ApiResult<(
 async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let body: UpdateGenie = req.data()?;
+    let _guard = lock_genie(&id).await;
     let old = load_manageable(ctx, &id).await?;
     let mut row = old.clone();
     input::apply_update(&mut row, &body)?;
@@ -515,6 +534,7 @@ async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
+    let _guard = lock_genie(&id).await;
     let row = load_manageable(ctx, &id).await?;
     let phones = {
         let id = id.clone();
@@ -629,6 +649,7 @@ async fn reorder(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
+    let _guard = lock_genie(&id).await;
     let row = load_manageable(ctx, &id).await?;
     if !ctx.app.voice.supports_phone_provisioning() {
         return Err(phone_unsupported(&ctx.app));
@@ -692,6 +713,7 @@ async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 async fn release_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
+    let _guard = lock_genie(&id).await;
     let row = load_manageable(ctx, &id).await?;
     let phones = {
         let id = id.clone();
