@@ -69,9 +69,10 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
             "requeued jobs left running by a previous process"
         );
     }
+    let voice = crate::voice::from_config(&config, &db)?;
     let state = Arc::new(AppInner {
         limits: RateLimits::new(&config),
-        voice: Arc::new(crate::voice::local::LocalProvider),
+        voice,
         net: Guarded::new(config.allow_private_outbound),
         llm: Llm::from_config(&config),
         config,

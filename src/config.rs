@@ -117,6 +117,7 @@ pub struct Config {
     /// Hours a team invitation stays valid.
     #[arg(long, env = "GENIED_TEAM_INVITE_TTL_HOURS", default_value_t = 168)]
     pub team_invite_ttl_hours: u64,
+
     /// Largest accepted document upload (decoded file or typed text), in bytes; the
     /// multipart route `POST /v1/knowledge-base/upload` accepts up to this much.
     #[arg(long, env = "GENIED_MAX_UPLOAD_BYTES", default_value_t = 50 * 1024 * 1024)]
@@ -130,6 +131,32 @@ pub struct Config {
         default_value = "https://www.youtube.com/api/timedtext?lang=en&v={video_id}"
     )]
     pub youtube_transcript_url: String,
+
+    /// Voice-agent platform genies are provisioned in: `local` (embedded, no external
+    /// service) or `elevenlabs` (needs --elevenlabs-api-key).
+    #[arg(long, env = "GENIED_VOICE_PROVIDER", default_value = "local", value_parser = ["local", "elevenlabs"])]
+    pub voice_provider: String,
+
+    /// API key of the ElevenLabs account (sent as `xi-api-key`); required with `--voice-provider elevenlabs`.
+    #[arg(long, env = "GENIED_ELEVENLABS_API_KEY", hide_env_values = true)]
+    pub elevenlabs_api_key: Option<Secret>,
+
+    /// Base URL of the ElevenLabs API (regional endpoints exist).
+    #[arg(
+        long,
+        env = "GENIED_ELEVENLABS_BASE_URL",
+        default_value = "https://api.elevenlabs.io"
+    )]
+    pub elevenlabs_base_url: String,
+
+    /// E.164 numbers the local provider hands out: comma-separated numbers or ranges
+    /// `FIRST-LAST`. The default is the fictional NANP 555-0100..0199 block, which never rings a real phone.
+    #[arg(
+        long,
+        env = "GENIED_PHONE_POOL",
+        default_value = "+15555550100-+15555550199"
+    )]
+    pub phone_pool: String,
 }
 
 impl Config {

@@ -132,6 +132,7 @@ async fn run(app: &AppState, job: &Job) -> Result<(), String> {
         "noop" => Ok(()),
         crate::webhooks::DELIVER_JOB => crate::webhooks::deliver_job(app, &job.payload).await,
         k if k.starts_with("document.") => crate::knowledge::pipeline::run(app, job).await,
+        crate::api::genies::CLEANUP_JOB => crate::api::genies::run_cleanup(app, &job.payload).await,
         other => Err(format!("unknown job kind '{other}'")),
     }
 }

@@ -6,6 +6,8 @@ pub mod activities;
 pub mod api_keys;
 pub mod document_folders;
 pub mod documents;
+pub mod genie_groups;
+pub mod genies;
 pub mod marketplace;
 pub mod notifications;
 pub mod profiles;
@@ -248,6 +250,8 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "marketplace" => marketplace::handle(ctx, &req).await?,
         "knowledge-base" => documents::handle(ctx, &req).await?,
         "document-folders" => document_folders::handle(ctx, &req).await?,
+        "genies" => genies::handle(ctx, &req).await?,
+        "genie-groups" => genie_groups::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

@@ -7,6 +7,8 @@ pub mod activities;
 pub mod api_keys;
 pub mod document_folders;
 pub mod documents;
+pub mod genie_groups;
+pub mod genies;
 pub mod marketplace;
 pub mod notifications;
 pub mod qr_codes;

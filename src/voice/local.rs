@@ -1,15 +1,147 @@
-//! The embedded voice provider (placeholder until the genies issue lands its full version).
+//! The embedded voice provider: a complete provider with no external service. Agents,
+//! knowledge-base documents, phone numbers and the conversations this service hosts itself
+//! live in SQLite (tables `voice_local_*`, migration V2), so they survive restarts. Phone
+//! numbers come from a configured E.164 pool (`--phone-pool`); the primary key on the number
+//! makes handing one out twice impossible, and a released number returns to the pool.
 
 use async_trait::async_trait;
+use rusqlite::{OptionalExtension, params};
+use serde_json::{Value, json};
 
 use super::*;
+use crate::db::{self, Db};
+use crate::error::ApiError;
 
-#[derive(Default)]
-pub struct LocalProvider;
+pub struct LocalProvider {
+    db: Db,
+    pool: Vec<PoolRange>,
+}
+
+/// An inclusive range of numbers sharing the same digit count (`+1555...`).
+#[derive(Debug, Clone, PartialEq)]
+struct PoolRange {
+    first: u64,
+    last: u64,
+    digits: usize,
+}
+
+impl PoolRange {
+    fn numbers(&self) -> impl Iterator<Item = String> + '_ {
+        (self.first..=self.last).map(move |n| format!("+{n:0width$}", width = self.digits))
+    }
+}
+
+fn parse_e164(s: &str) -> anyhow::Result<(u64, usize)> {
+    let s = s.trim();
+    let digits = s
+        .strip_prefix('+')
+        .ok_or_else(|| anyhow::anyhow!("phone pool entry '{s}' must start with '+' (E.164)"))?;
+    if !(8..=15).contains(&digits.len())
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || digits.starts_with('0')
+    {
+        anyhow::bail!("phone pool entry '{s}' is not an E.164 number (+ and 8 to 15 digits)");
+    }
+    Ok((digits.parse()?, digits.len()))
+}
+
+/// Parses `--phone-pool`: comma-separated numbers or `FIRST-LAST` ranges.
+fn parse_pool(spec: &str) -> anyhow::Result<Vec<PoolRange>> {
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (part, part),
+        };
+        let (first, digits) = parse_e164(a)?;
+        let (last, digits2) = parse_e164(b)?;
+        if digits != digits2 || last < first {
+            anyhow::bail!(
+                "phone pool range '{part}' must go from a lower to a higher number of the same length"
+            );
+        }
+        out.push(PoolRange {
+            first,
+            last,
+            digits,
+        });
+    }
+    Ok(out)
+}
+
+impl From<ApiError> for ProviderError {
+    fn from(e: ApiError) -> Self {
+        ProviderError::new(format!("local provider storage: {}", e.message))
+    }
+}
 
 fn local_id(prefix: &str) -> String {
     let id = uuid::Uuid::now_v7().simple().to_string();
     format!("{prefix}{}", &id[id.len() - (20 - prefix.len())..])
+}
+
+fn not_found(what: &str, id: &str) -> ProviderError {
+    ProviderError {
+        message: format!("{what} {id} not found"),
+        status: Some(404),
+    }
+}
+
+impl LocalProvider {
+    pub fn new(db: Db, phone_pool: &str) -> anyhow::Result<LocalProvider> {
+        Ok(LocalProvider {
+            db,
+            pool: parse_pool(phone_pool)?,
+        })
+    }
+
+    /// Records (or replaces) a conversation the service hosted itself, e.g. a web call on a
+    /// genie page. `turns` is the transcript; the conversation then shows up in
+    /// `list_conversations` / `get_conversation` like one from an external platform.
+    pub async fn record_conversation(&self, detail: ConversationDetail) -> ProviderResult<()> {
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO voice_local_conversations
+                     (conversation_id, agent_id, status, start_time_unix, duration_secs, transcript, summary, metadata)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![
+                        detail.conversation_id,
+                        detail.agent_id,
+                        detail.status,
+                        detail.start_time_unix_secs,
+                        detail.call_duration_secs,
+                        serde_json::to_string(&detail.transcript)?,
+                        detail.summary,
+                        detail.metadata.to_string()
+                    ],
+                )?;
+                Ok(())
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// The stored spec and knowledge base of an agent (tests and diagnostics).
+    pub async fn agent(&self, agent_id: &str) -> ProviderResult<Option<(Value, Value)>> {
+        let id = agent_id.to_string();
+        Ok(self
+            .db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT spec, knowledge_base FROM voice_local_agents WHERE agent_id = ?1",
+                    [&id],
+                    |r| {
+                        Ok((
+                            db::json_col(r.get(0)?, json!({})),
+                            db::json_col(r.get(1)?, json!([])),
+                        ))
+                    },
+                )
+                .optional()?)
+            })
+            .await?)
+    }
 }
 
 #[async_trait]
@@ -17,51 +149,247 @@ impl VoiceProvider for LocalProvider {
     fn name(&self) -> &'static str {
         "local"
     }
-    async fn create_agent(&self, _spec: &AgentSpec) -> ProviderResult<String> {
-        Ok(local_id("agent_"))
+
+    async fn create_agent(&self, spec: &AgentSpec) -> ProviderResult<String> {
+        let id = local_id("agent_");
+        let (agent_id, spec_json, kb) = (
+            id.clone(),
+            serde_json::to_string(spec).unwrap_or_default(),
+            json!(spec.knowledge_base).to_string(),
+        );
+        self.db
+            .write(move |c| {
+                let now = db::now();
+                c.execute(
+                    "INSERT INTO voice_local_agents (agent_id, spec, knowledge_base, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)",
+                    params![agent_id, spec_json, kb, now],
+                )?;
+                Ok(())
+            })
+            .await?;
+        Ok(id)
     }
-    async fn update_agent(&self, _agent_id: &str, _spec: &AgentSpec) -> ProviderResult<()> {
+
+    async fn update_agent(&self, agent_id: &str, spec: &AgentSpec) -> ProviderResult<()> {
+        let (id, spec_json) = (
+            agent_id.to_string(),
+            serde_json::to_string(spec).unwrap_or_default(),
+        );
+        let n = self
+            .db
+            .write(move |c| {
+                Ok(c.execute(
+                    "UPDATE voice_local_agents SET spec = ?2, updated_at = ?3 WHERE agent_id = ?1",
+                    params![id, spec_json, db::now()],
+                )?)
+            })
+            .await?;
+        if n == 0 {
+            Err(not_found("agent", agent_id))
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn delete_agent(&self, agent_id: &str) -> ProviderResult<()> {
+        let id = agent_id.to_string();
+        self.db
+            .write(move |c| {
+                c.execute("DELETE FROM voice_local_agents WHERE agent_id = ?1", [&id])?;
+                Ok(())
+            })
+            .await?;
         Ok(())
     }
-    async fn delete_agent(&self, _agent_id: &str) -> ProviderResult<()> {
+
+    async fn set_agent_documents(&self, agent_id: &str, docs: &[KbDocRef]) -> ProviderResult<()> {
+        let (id, kb) = (agent_id.to_string(), json!(docs).to_string());
+        let n = self
+            .db
+            .write(move |c| {
+                Ok(c.execute(
+                    "UPDATE voice_local_agents SET knowledge_base = ?2, updated_at = ?3 WHERE agent_id = ?1",
+                    params![id, kb, db::now()],
+                )?)
+            })
+            .await?;
+        if n == 0 {
+            Err(not_found("agent", agent_id))
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn create_document(&self, name: &str, text: &str) -> ProviderResult<String> {
+        let id = local_id("kb");
+        let (doc_id, name, text) = (id.clone(), name.to_string(), text.to_string());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO voice_local_documents (id, name, text, created_at) VALUES (?1, ?2, ?3, ?4)",
+                    params![doc_id, name, text, db::now()],
+                )?;
+                Ok(())
+            })
+            .await?;
+        Ok(id)
+    }
+
+    async fn delete_document(&self, doc_id: &str) -> ProviderResult<()> {
+        let id = doc_id.to_string();
+        self.db
+            .write(move |c| {
+                c.execute("DELETE FROM voice_local_documents WHERE id = ?1", [&id])?;
+                Ok(())
+            })
+            .await?;
         Ok(())
     }
-    async fn set_agent_documents(&self, _agent_id: &str, _docs: &[KbDocRef]) -> ProviderResult<()> {
-        Ok(())
-    }
-    async fn create_document(&self, _name: &str, _text: &str) -> ProviderResult<String> {
-        Ok(local_id("kb"))
-    }
-    async fn delete_document(&self, _doc_id: &str) -> ProviderResult<()> {
-        Ok(())
-    }
+
     async fn provision_number(
         &self,
-        _agent_id: &str,
-        _label: &str,
+        agent_id: &str,
+        label: &str,
     ) -> ProviderResult<ProvisionedNumber> {
-        Err(ProviderError::new("phone numbers are not available yet"))
+        let pool = self.pool.clone();
+        let (agent, label) = (agent_id.to_string(), label.to_string());
+        self.db
+            .write(move |c| {
+                let exists: bool =
+                    c.query_row("SELECT EXISTS(SELECT 1 FROM voice_local_agents WHERE agent_id = ?1)", [&agent], |r| r.get(0))?;
+                if !exists {
+                    return Ok(Err(not_found("agent", &agent)));
+                }
+                let mut taken = c.prepare_cached("SELECT EXISTS(SELECT 1 FROM voice_local_numbers WHERE number = ?1)")?;
+                for range in &pool {
+                    for number in range.numbers() {
+                        if taken.query_row([&number], |r| r.get::<_, bool>(0))? {
+                            continue;
+                        }
+                        let external_id = local_id("phnum_");
+                        c.execute(
+                            "INSERT INTO voice_local_numbers (number, external_id, agent_id, label, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                            params![number, external_id, agent, label, db::now()],
+                        )?;
+                        return Ok(Ok(ProvisionedNumber { number, external_id }));
+                    }
+                }
+                Ok(Err(ProviderError::new("the phone number pool is exhausted; widen --phone-pool or release a number")))
+            })
+            .await?
     }
-    async fn release_number(&self, _external_id: &str) -> ProviderResult<()> {
+
+    async fn release_number(&self, external_id: &str) -> ProviderResult<()> {
+        let id = external_id.to_string();
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM voice_local_numbers WHERE external_id = ?1",
+                    [&id],
+                )?;
+                Ok(())
+            })
+            .await?;
         Ok(())
     }
+
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>> {
-        Ok(vec![])
+        Ok(catalog())
     }
+
     async fn list_conversations(
         &self,
-        _agent_id: &str,
-        _cursor: Option<&str>,
+        agent_id: &str,
+        cursor: Option<&str>,
     ) -> ProviderResult<ConversationPage> {
+        const PAGE: usize = 100;
+        // The cursor is the last conversation id of the previous page (ordered by id).
+        let (agent, after) = (agent_id.to_string(), cursor.unwrap_or("").to_string());
+        let mut rows = self
+            .db
+            .read(move |c| {
+                let mut st = c.prepare_cached(
+                    "SELECT conversation_id, agent_id, start_time_unix, duration_secs, status FROM voice_local_conversations
+                     WHERE agent_id = ?1 AND conversation_id > ?2 ORDER BY conversation_id LIMIT ?3",
+                )?;
+                let rows = st
+                    .query_map(params![agent, after, (PAGE + 1) as i64], |r| {
+                        Ok(ConversationSummary {
+                            conversation_id: r.get(0)?,
+                            agent_id: r.get(1)?,
+                            start_time_unix_secs: r.get(2)?,
+                            call_duration_secs: r.get(3)?,
+                            status: r.get(4)?,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(rows)
+            })
+            .await?;
+        let more = rows.len() > PAGE;
+        rows.truncate(PAGE);
+        let next_cursor = if more {
+            rows.last().map(|r| r.conversation_id.clone())
+        } else {
+            None
+        };
         Ok(ConversationPage {
-            conversations: vec![],
-            next_cursor: None,
+            conversations: rows,
+            next_cursor,
         })
     }
+
     async fn get_conversation(&self, conversation_id: &str) -> ProviderResult<ConversationDetail> {
-        Err(ProviderError {
-            message: format!("conversation {conversation_id} not found"),
-            status: Some(404),
-        })
+        let id = conversation_id.to_string();
+        let found = self
+            .db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT conversation_id, agent_id, status, start_time_unix, duration_secs, transcript, summary, metadata
+                     FROM voice_local_conversations WHERE conversation_id = ?1",
+                    [&id],
+                    |r| {
+                        Ok(ConversationDetail {
+                            conversation_id: r.get(0)?,
+                            agent_id: r.get(1)?,
+                            status: r.get(2)?,
+                            start_time_unix_secs: r.get(3)?,
+                            call_duration_secs: r.get(4)?,
+                            transcript: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+                            summary: r.get(6)?,
+                            metadata: db::json_col(r.get(7)?, json!({})),
+                        })
+                    },
+                )
+                .optional()?)
+            })
+            .await?;
+        found.ok_or_else(|| not_found("conversation", conversation_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_pools() {
+        let p = parse_pool("+15555550100-+15555550102, +442079460000").unwrap();
+        let all: Vec<String> = p
+            .iter()
+            .flat_map(|r| r.numbers().collect::<Vec<_>>())
+            .collect();
+        assert_eq!(
+            all,
+            [
+                "+15555550100",
+                "+15555550101",
+                "+15555550102",
+                "+442079460000"
+            ]
+        );
+        assert!(parse_pool("15555550100").is_err());
+        assert!(parse_pool("+15555550199-+15555550100").is_err());
+        assert!(parse_pool("+1555-+15555550100").is_err());
     }
 }

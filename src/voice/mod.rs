@@ -2,6 +2,7 @@
 //! provider with no external service; `elevenlabs` talks to the ElevenLabs Agents API.
 //! Handlers only ever see `dyn VoiceProvider` through `AppState::voice`.
 
+pub mod elevenlabs;
 pub mod local;
 
 use std::sync::Arc;
@@ -160,6 +161,42 @@ pub trait VoiceProvider: Send + Sync {
         cursor: Option<&str>,
     ) -> ProviderResult<ConversationPage>;
     async fn get_conversation(&self, conversation_id: &str) -> ProviderResult<ConversationDetail>;
+    /// Whether `provision_number` can hand out a number on its own. Platforms where numbers
+    /// are imported with the operator's telephony credentials answer false, and callers
+    /// refuse `attachPhoneNumber` with a validation error instead of calling the provider.
+    fn supports_phone_provisioning(&self) -> bool {
+        true
+    }
 }
 
 pub type DynVoice = Arc<dyn VoiceProvider>;
+
+/// The voice used when a genie names none: ElevenLabs' premade "Rachel", also the first
+/// entry of the embedded catalog.
+pub const DEFAULT_VOICE_ID: &str = "21m00Tcm4TlvDq8ikWAM";
+
+/// The embedded voice catalog (`assets/voices.json`).
+pub fn catalog() -> Vec<Voice> {
+    serde_json::from_str(include_str!("../../assets/voices.json"))
+        .expect("assets/voices.json is valid")
+}
+
+/// Builds the provider `--voice-provider` names.
+pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow::Result<DynVoice> {
+    match config.voice_provider.as_str() {
+        "local" => Ok(Arc::new(local::LocalProvider::new(
+            db.clone(),
+            &config.phone_pool,
+        )?)),
+        "elevenlabs" => {
+            let key = config.elevenlabs_api_key.clone().filter(|k| !k.0.trim().is_empty()).ok_or_else(|| {
+                anyhow::anyhow!("--voice-provider elevenlabs needs --elevenlabs-api-key (or GENIED_ELEVENLABS_API_KEY)")
+            })?;
+            Ok(Arc::new(elevenlabs::ElevenLabs::new(
+                &config.elevenlabs_base_url,
+                key,
+            )?))
+        }
+        other => anyhow::bail!("unknown voice provider '{other}' (use local or elevenlabs)"),
+    }
+}

@@ -1,4 +1,6 @@
-//! Local stand-ins for third-party services; each records and checks what it receives.
+//! Local stand-ins for third-party services, bound to 127.0.0.1. Each checks what it
+//! receives and records it so tests can assert.
 
+pub mod elevenlabs;
 pub mod transcripts;
 pub mod website;

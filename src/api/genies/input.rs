@@ -1,0 +1,763 @@
+//! Typed requests of the genies resource, their range checks, and how they change a
+//! `GenieRow`. Voice fields without a column (stability, similarity, speed, language) are
+//! stored in `settings.conversation_config`; the columns are the truth for the rest and are
+//! overlaid onto `settings` when a genie is shown.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::api::profiles::double_option;
+use crate::db::genies::GenieRow;
+use crate::error::{ApiError, ApiResult};
+use crate::voice::{AgentSpec, KbDocRef};
+
+pub const DEFAULT_LLM: &str = "gemini-3-flash-preview";
+const TURN_MODES: &[&str] = &["silence", "turn"];
+
+/// `create` data (camelCase, as the spec's field table). Unknown members are ignored.
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateGenie {
+    pub genie_name: Option<String>,
+    pub use_case: Option<String>,
+    pub system_prompt: Option<String>,
+    pub first_message: Option<String>,
+    pub web_welcome_message: Option<String>,
+    pub voice_id: Option<String>,
+    pub llm_model: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<i64>,
+    pub brand: Option<String>,
+    pub category: Option<String>,
+    pub description: Option<String>,
+    pub support_emails: Option<Vec<String>>,
+    pub send_conversation_reports: Option<bool>,
+    pub attach_phone_number: Option<bool>,
+    pub impersonated_user_id: Option<String>,
+    pub multilingual: Option<bool>,
+    pub voice_stability: Option<f64>,
+    pub voice_similarity: Option<f64>,
+    pub voice_speed: Option<f64>,
+    pub language: Option<String>,
+    pub max_duration_seconds: Option<i64>,
+    pub turn_timeout_seconds: Option<f64>,
+    pub silence_end_seconds: Option<f64>,
+    pub turn_mode: Option<String>,
+    pub max_calls: Option<i64>,
+    pub is_active: Option<bool>,
+    pub setup_completed: Option<bool>,
+    pub voice_disabled: Option<bool>,
+    pub group_id: Option<String>,
+    pub page_slug: Option<String>,
+    pub settings: Option<Value>,
+    pub branding: Option<Value>,
+}
+
+/// `update` data: partial. The spec's names (`name`, `description`, `settings`, `branding`,
+/// `group_id`) plus the create fields, each accepted in camelCase or snake_case. `null`
+/// clears a nullable field.
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateGenie {
+    #[serde(alias = "genieName")]
+    pub name: Option<String>,
+    #[serde(default, with = "double_option")]
+    pub description: Option<Option<String>>,
+    pub settings: Option<Value>,
+    pub branding: Option<Value>,
+    #[serde(default, with = "double_option", alias = "group_id")]
+    pub group_id: Option<Option<String>>,
+    #[serde(default, with = "double_option", alias = "use_case")]
+    pub use_case: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    pub category: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    pub brand: Option<Option<String>>,
+    #[serde(default, with = "double_option", alias = "system_prompt")]
+    pub system_prompt: Option<Option<String>>,
+    #[serde(default, with = "double_option", alias = "first_message")]
+    pub first_message: Option<Option<String>>,
+    #[serde(default, with = "double_option", alias = "web_welcome_message")]
+    pub web_welcome_message: Option<Option<String>>,
+    #[serde(alias = "voice_id")]
+    pub voice_id: Option<String>,
+    #[serde(alias = "llm_model")]
+    pub llm_model: Option<String>,
+    #[serde(default, with = "double_option")]
+    pub temperature: Option<Option<f64>>,
+    #[serde(default, with = "double_option", alias = "max_tokens")]
+    pub max_tokens: Option<Option<i64>>,
+    #[serde(alias = "support_emails")]
+    pub support_emails: Option<Vec<String>>,
+    #[serde(alias = "send_conversation_reports")]
+    pub send_conversation_reports: Option<bool>,
+    #[serde(alias = "is_active")]
+    pub is_active: Option<bool>,
+    #[serde(alias = "setup_completed")]
+    pub setup_completed: Option<bool>,
+    #[serde(alias = "voice_disabled")]
+    pub voice_disabled: Option<bool>,
+    pub multilingual: Option<bool>,
+    #[serde(alias = "voice_stability")]
+    pub voice_stability: Option<f64>,
+    #[serde(alias = "voice_similarity")]
+    pub voice_similarity: Option<f64>,
+    #[serde(alias = "voice_speed")]
+    pub voice_speed: Option<f64>,
+    pub language: Option<String>,
+    #[serde(default, with = "double_option", alias = "max_duration_seconds")]
+    pub max_duration_seconds: Option<Option<i64>>,
+    #[serde(default, with = "double_option", alias = "turn_timeout_seconds")]
+    pub turn_timeout_seconds: Option<Option<f64>>,
+    #[serde(default, with = "double_option", alias = "silence_end_seconds")]
+    pub silence_end_seconds: Option<Option<f64>>,
+    #[serde(alias = "turn_mode")]
+    pub turn_mode: Option<String>,
+    #[serde(default, with = "double_option", alias = "max_calls")]
+    pub max_calls: Option<Option<i64>>,
+    #[serde(alias = "page_slug")]
+    pub page_slug: Option<String>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Replacement {
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CloneGenie {
+    pub name: Option<String>,
+    #[serde(default)]
+    pub prompt_replacements: Vec<Replacement>,
+}
+
+// ---- checks --------------------------------------------------------------------------
+
+pub fn check_name(field: &str, name: &str) -> ApiResult<String> {
+    let n = name.trim();
+    if n.is_empty() || n.chars().count() > 200 {
+        return Err(ApiError::validation(format!(
+            "{field} is required and must be at most 200 characters"
+        )));
+    }
+    Ok(n.to_string())
+}
+
+fn range(field: &str, v: f64, lo: f64, hi: f64) -> ApiResult<f64> {
+    if !v.is_finite() || v < lo || v > hi {
+        return Err(ApiError::validation(format!(
+            "{field} must be between {lo} and {hi}"
+        )));
+    }
+    Ok(v)
+}
+
+fn positive_i(field: &str, v: i64) -> ApiResult<i64> {
+    if v <= 0 {
+        return Err(ApiError::validation(format!(
+            "{field} must be a positive integer"
+        )));
+    }
+    Ok(v)
+}
+
+fn positive_f(field: &str, v: f64) -> ApiResult<f64> {
+    if !v.is_finite() || v <= 0.0 {
+        return Err(ApiError::validation(format!(
+            "{field} must be a positive number"
+        )));
+    }
+    Ok(v)
+}
+
+fn non_empty(field: &str, v: &str) -> ApiResult<String> {
+    let t = v.trim();
+    if t.is_empty() {
+        return Err(ApiError::validation(format!("{field} must not be empty")));
+    }
+    Ok(t.to_string())
+}
+
+fn turn_mode(field: &str, v: &str) -> ApiResult<String> {
+    if !TURN_MODES.contains(&v) {
+        return Err(ApiError::validation(format!(
+            "{field} must be one of: {}",
+            TURN_MODES.join(", ")
+        )));
+    }
+    Ok(v.to_string())
+}
+
+fn emails(field: &str, list: &[String]) -> ApiResult<Value> {
+    let mut out = Vec::new();
+    for (i, e) in list.iter().enumerate() {
+        let e = e.trim();
+        let ok = e.len() <= 254
+            && e.split_once('@')
+                .is_some_and(|(a, b)| !a.is_empty() && b.contains('.') && !b.starts_with('.'));
+        if !ok || e.contains(char::is_whitespace) {
+            return Err(ApiError::validation(format!(
+                "{field}[{i}] is not an email address"
+            )));
+        }
+        out.push(Value::from(e));
+    }
+    Ok(Value::Array(out))
+}
+
+pub fn check_slug(field: &str, s: &str) -> ApiResult<String> {
+    let ok = (3..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if !ok {
+        return Err(ApiError::validation(format!(
+            "{field} must be 3 to 64 characters of a-z, 0-9 and '-'"
+        )));
+    }
+    Ok(s.to_string())
+}
+
+fn object(field: &str, v: &Value) -> ApiResult<()> {
+    if !v.is_object() {
+        return Err(ApiError::validation(format!("{field} must be an object")));
+    }
+    Ok(())
+}
+
+/// A slug for a new genie page: the name's letters and digits, and a random suffix.
+pub fn new_slug(name: &str) -> String {
+    let mut base = String::new();
+    for ch in name.to_lowercase().chars() {
+        if ch.is_ascii_alphanumeric() {
+            base.push(ch);
+        } else if !base.ends_with('-') && !base.is_empty() {
+            base.push('-');
+        }
+        if base.len() >= 40 {
+            break;
+        }
+    }
+    let base = base.trim_matches('-');
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    if base.is_empty() {
+        format!("genie-{suffix}")
+    } else {
+        format!("{base}-{suffix}")
+    }
+}
+
+// ---- settings ------------------------------------------------------------------------
+
+/// RFC 7386 merge: objects merge member by member, `null` removes a member, anything else
+/// replaces.
+pub fn deep_merge(target: &mut Value, patch: &Value) {
+    match (target.as_object_mut(), patch.as_object()) {
+        (Some(t), Some(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else if v.is_object() && t.get(k).is_some_and(Value::is_object) {
+                    deep_merge(t.get_mut(k).expect("checked"), v);
+                } else {
+                    t.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        _ => *target = patch.clone(),
+    }
+}
+
+pub fn get_path<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |cur, k| cur.get(k))
+}
+
+pub fn set_path(v: &mut Value, path: &[&str], val: Value) {
+    let mut cur = v;
+    for (i, k) in path.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let m = cur.as_object_mut().expect("object");
+        if i == path.len() - 1 {
+            m.insert(k.to_string(), val);
+            return;
+        }
+        cur = m.entry(k.to_string()).or_insert_with(|| json!({}));
+    }
+}
+
+const CC: &str = "conversation_config";
+const P_FIRST: [&str; 3] = [CC, "agent", "first_message"];
+const P_LANG: [&str; 3] = [CC, "agent", "language"];
+const P_PROMPT: [&str; 4] = [CC, "agent", "prompt", "prompt"];
+const P_LLM: [&str; 4] = [CC, "agent", "prompt", "llm"];
+const P_TEMP: [&str; 4] = [CC, "agent", "prompt", "temperature"];
+const P_MAXTOK: [&str; 4] = [CC, "agent", "prompt", "max_tokens"];
+const P_VOICE: [&str; 3] = [CC, "tts", "voice_id"];
+const P_STAB: [&str; 3] = [CC, "tts", "stability"];
+const P_SIM: [&str; 3] = [CC, "tts", "similarity_boost"];
+const P_SPEED: [&str; 3] = [CC, "tts", "speed"];
+const P_TURN_TIMEOUT: [&str; 3] = [CC, "turn", "turn_timeout"];
+const P_SILENCE: [&str; 3] = [CC, "turn", "silence_end_call_timeout"];
+const P_MODE: [&str; 3] = [CC, "turn", "mode"];
+const P_MAXDUR: [&str; 3] = [CC, "conversation", "max_duration_seconds"];
+
+fn fname(path: &[&str]) -> String {
+    format!("data.settings.{}", path.join("."))
+}
+
+fn opt_str(path: &[&str], v: &Value) -> ApiResult<Option<String>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.clone())),
+        _ => Err(ApiError::validation(format!(
+            "{} must be a string",
+            fname(path)
+        ))),
+    }
+}
+
+fn opt_num(path: &[&str], v: &Value) -> ApiResult<Option<f64>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => Ok(n.as_f64()),
+        _ => Err(ApiError::validation(format!(
+            "{} must be a number",
+            fname(path)
+        ))),
+    }
+}
+
+fn opt_int(path: &[&str], v: &Value) -> ApiResult<Option<i64>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) if n.as_i64().is_some() => Ok(n.as_i64()),
+        _ => Err(ApiError::validation(format!(
+            "{} must be an integer",
+            fname(path)
+        ))),
+    }
+}
+
+/// Merges a `settings` patch into the genie: validates the paths that have a meaning, moves
+/// the column-backed ones into their columns, and deep-merges the rest into `settings`.
+pub fn apply_settings(g: &mut GenieRow, patch: &Value) -> ApiResult<()> {
+    object("data.settings", patch)?;
+    let mut patch = patch.clone();
+    if let Some(v) = get_path(&patch, &P_FIRST) {
+        g.first_message = opt_str(&P_FIRST, v)?;
+    }
+    if let Some(v) = get_path(&patch, &P_PROMPT) {
+        g.system_prompt = opt_str(&P_PROMPT, v)?;
+    }
+    if let Some(v) = get_path(&patch, &P_LLM) {
+        g.llm_model = opt_str(&P_LLM, v)?
+            .map(|s| non_empty(&fname(&P_LLM), &s))
+            .transpose()?
+            .unwrap_or_else(|| DEFAULT_LLM.into());
+    }
+    if let Some(v) = get_path(&patch, &P_TEMP) {
+        g.temperature = opt_num(&P_TEMP, v)?
+            .map(|t| range(&fname(&P_TEMP), t, 0.0, 2.0))
+            .transpose()?;
+    }
+    if let Some(v) = get_path(&patch, &P_MAXTOK) {
+        g.max_tokens = opt_int(&P_MAXTOK, v)?
+            .map(|t| positive_i(&fname(&P_MAXTOK), t))
+            .transpose()?;
+    }
+    if let Some(v) = get_path(&patch, &P_VOICE) {
+        g.voice_id = opt_str(&P_VOICE, v)?
+            .map(|s| non_empty(&fname(&P_VOICE), &s))
+            .transpose()?;
+    }
+    for p in [&P_STAB[..], &P_SIM[..]] {
+        if let Some(v) = get_path(&patch, p) {
+            opt_num(p, v)?
+                .map(|t| range(&fname(p), t, 0.0, 1.0))
+                .transpose()?;
+        }
+    }
+    if let Some(v) = get_path(&patch, &P_SPEED) {
+        opt_num(&P_SPEED, v)?
+            .map(|t| range(&fname(&P_SPEED), t, 0.5, 2.0))
+            .transpose()?;
+    }
+    if let Some(v) = get_path(&patch, &P_LANG) {
+        opt_str(&P_LANG, v)?;
+    }
+    if let Some(v) = get_path(&patch, &P_TURN_TIMEOUT) {
+        g.turn_timeout_seconds = opt_num(&P_TURN_TIMEOUT, v)?
+            .map(|t| positive_f(&fname(&P_TURN_TIMEOUT), t))
+            .transpose()?;
+    }
+    if let Some(v) = get_path(&patch, &P_SILENCE) {
+        g.silence_end_seconds = opt_num(&P_SILENCE, v)?
+            .map(|t| positive_f(&fname(&P_SILENCE), t))
+            .transpose()?;
+    }
+    if let Some(v) = get_path(&patch, &P_MODE) {
+        g.turn_mode = opt_str(&P_MODE, v)?
+            .map(|m| turn_mode(&fname(&P_MODE), &m))
+            .transpose()?
+            .unwrap_or_else(|| "silence".into());
+    }
+    if let Some(v) = get_path(&patch, &P_MAXDUR) {
+        g.max_duration_seconds = opt_int(&P_MAXDUR, v)?
+            .map(|t| positive_i(&fname(&P_MAXDUR), t))
+            .transpose()?;
+    }
+    // Column-backed members are not kept twice: drop them from the stored copy.
+    for p in [
+        &P_FIRST[..],
+        &P_PROMPT,
+        &P_LLM,
+        &P_TEMP,
+        &P_MAXTOK,
+        &P_VOICE,
+        &P_TURN_TIMEOUT,
+        &P_SILENCE,
+        &P_MODE,
+        &P_MAXDUR,
+    ] {
+        remove_path(&mut patch, p);
+    }
+    deep_merge(&mut g.settings, &patch);
+    Ok(())
+}
+
+fn remove_path(v: &mut Value, path: &[&str]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cur = v;
+    for k in parents {
+        match cur.get_mut(*k) {
+            Some(next) => cur = next,
+            None => return,
+        }
+    }
+    if let Some(m) = cur.as_object_mut() {
+        m.remove(*last);
+    }
+}
+
+/// `settings` as shown: the stored settings with the column-backed values laid over them.
+pub fn effective_settings(g: &GenieRow) -> Value {
+    let mut s = if g.settings.is_object() {
+        g.settings.clone()
+    } else {
+        json!({})
+    };
+    set_path(&mut s, &P_FIRST, json!(g.first_message));
+    set_path(&mut s, &P_PROMPT, json!(g.system_prompt));
+    set_path(&mut s, &P_LLM, json!(g.llm_model));
+    set_path(&mut s, &P_TEMP, json!(g.temperature));
+    set_path(&mut s, &P_MAXTOK, json!(g.max_tokens));
+    set_path(&mut s, &P_VOICE, json!(g.voice_id));
+    set_path(&mut s, &P_TURN_TIMEOUT, json!(g.turn_timeout_seconds));
+    set_path(&mut s, &P_SILENCE, json!(g.silence_end_seconds));
+    set_path(&mut s, &P_MODE, json!(g.turn_mode));
+    set_path(&mut s, &P_MAXDUR, json!(g.max_duration_seconds));
+    s
+}
+
+/// What the voice provider is told about this genie.
+pub fn agent_spec(g: &GenieRow, knowledge_base: Vec<KbDocRef>) -> AgentSpec {
+    let num = |p: &[&str]| get_path(&g.settings, p).and_then(Value::as_f64);
+    AgentSpec {
+        name: g.name.clone(),
+        system_prompt: g.system_prompt.clone(),
+        first_message: g.first_message.clone(),
+        language: get_path(&g.settings, &P_LANG)
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        multilingual: g.multilingual,
+        voice_id: g.voice_id.clone(),
+        llm_model: g.llm_model.clone(),
+        temperature: g.temperature,
+        max_tokens: g.max_tokens,
+        stability: num(&P_STAB),
+        similarity_boost: num(&P_SIM),
+        speed: num(&P_SPEED),
+        max_duration_seconds: g.max_duration_seconds,
+        turn_timeout_seconds: g.turn_timeout_seconds,
+        silence_end_seconds: g.silence_end_seconds,
+        turn_mode: Some(g.turn_mode.clone()),
+        knowledge_base,
+    }
+}
+
+/// The document's type as the provider's knowledge base names it.
+pub fn kb_type(doc_type: &str) -> &'static str {
+    match doc_type {
+        "url" | "website" => "url",
+        "pdf_upload" | "file_upload" => "file",
+        _ => "text",
+    }
+}
+
+// ---- applying requests ---------------------------------------------------------------
+
+/// Builds the row of a new genie from `create` data (no id-dependent parts yet). Returns the
+/// row and whether a phone number was asked for.
+pub fn new_row(b: &CreateGenie, id: String, owner: String, now: String) -> ApiResult<GenieRow> {
+    let name = check_name("data.genieName", b.genie_name.as_deref().unwrap_or(""))?;
+    let mut g = GenieRow {
+        id,
+        user_id: owner,
+        external_agent_id: None,
+        page_slug: Some(new_slug(&name)),
+        name,
+        description: None,
+        use_case: None,
+        category: None,
+        brand: None,
+        system_prompt: None,
+        first_message: None,
+        voice_id: Some(crate::voice::DEFAULT_VOICE_ID.into()),
+        llm_model: DEFAULT_LLM.into(),
+        temperature: None,
+        max_tokens: None,
+        is_active: true,
+        setup_completed: false,
+        send_conversation_reports: false,
+        voice_disabled: false,
+        multilingual: false,
+        max_duration_seconds: None,
+        turn_timeout_seconds: None,
+        silence_end_seconds: None,
+        turn_mode: "silence".into(),
+        max_calls: None,
+        settings: json!({}),
+        branding: json!({}),
+        support_emails: json!([]),
+        web_welcome_message: None,
+        group_id: None,
+        sort_order: 0,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    if let Some(s) = &b.settings {
+        apply_settings(&mut g, s)?;
+    }
+    if let Some(br) = &b.branding {
+        object("data.branding", br)?;
+        g.branding = br.clone();
+    }
+    let u = UpdateGenie {
+        name: None,
+        description: b.description.clone().map(Some),
+        settings: None,
+        branding: None,
+        group_id: None,
+        use_case: b.use_case.clone().map(Some),
+        category: b.category.clone().map(Some),
+        brand: b.brand.clone().map(Some),
+        system_prompt: b.system_prompt.clone().map(Some),
+        first_message: b.first_message.clone().map(Some),
+        web_welcome_message: b.web_welcome_message.clone().map(Some),
+        voice_id: b.voice_id.clone(),
+        llm_model: b.llm_model.clone(),
+        temperature: b.temperature.map(Some),
+        max_tokens: b.max_tokens.map(Some),
+        support_emails: b.support_emails.clone(),
+        send_conversation_reports: b.send_conversation_reports,
+        is_active: b.is_active,
+        setup_completed: b.setup_completed,
+        voice_disabled: b.voice_disabled,
+        multilingual: b.multilingual,
+        voice_stability: b.voice_stability,
+        voice_similarity: b.voice_similarity,
+        voice_speed: b.voice_speed,
+        language: b.language.clone(),
+        max_duration_seconds: b.max_duration_seconds.map(Some),
+        turn_timeout_seconds: b.turn_timeout_seconds.map(Some),
+        silence_end_seconds: b.silence_end_seconds.map(Some),
+        turn_mode: b.turn_mode.clone(),
+        max_calls: b.max_calls.map(Some),
+        page_slug: b.page_slug.clone(),
+    };
+    apply_fields(&mut g, &u, true)?;
+    Ok(g)
+}
+
+/// Applies the plain fields of an update (everything but `settings`, `branding` and
+/// `group_id`, which the caller handles). `create` names the fields in camelCase.
+pub fn apply_fields(g: &mut GenieRow, u: &UpdateGenie, create: bool) -> ApiResult<()> {
+    let f = |camel: &str, snake: &str| format!("data.{}", if create { camel } else { snake });
+    if let Some(n) = &u.name {
+        g.name = check_name("data.name", n)?;
+    }
+    if let Some(v) = &u.description {
+        g.description = v.clone();
+    }
+    if let Some(v) = &u.use_case {
+        g.use_case = v.clone();
+    }
+    if let Some(v) = &u.category {
+        g.category = v.clone();
+    }
+    if let Some(v) = &u.brand {
+        g.brand = v.clone();
+    }
+    if let Some(v) = &u.system_prompt {
+        g.system_prompt = v.clone();
+    }
+    if let Some(v) = &u.first_message {
+        g.first_message = v.clone();
+    }
+    if let Some(v) = &u.web_welcome_message {
+        g.web_welcome_message = v.clone();
+    }
+    if let Some(v) = &u.voice_id {
+        g.voice_id = Some(non_empty(&f("voiceId", "voice_id"), v)?);
+    }
+    if let Some(v) = &u.llm_model {
+        g.llm_model = non_empty(&f("llmModel", "llm_model"), v)?;
+    }
+    if let Some(v) = u.temperature {
+        g.temperature = v
+            .map(|t| range("data.temperature", t, 0.0, 2.0))
+            .transpose()?;
+    }
+    if let Some(v) = u.max_tokens {
+        g.max_tokens = v
+            .map(|t| positive_i(&f("maxTokens", "max_tokens"), t))
+            .transpose()?;
+    }
+    if let Some(v) = &u.support_emails {
+        g.support_emails = emails(&f("supportEmails", "support_emails"), v)?;
+    }
+    if let Some(v) = u.send_conversation_reports {
+        g.send_conversation_reports = v;
+    }
+    if let Some(v) = u.is_active {
+        g.is_active = v;
+    }
+    if let Some(v) = u.setup_completed {
+        g.setup_completed = v;
+    }
+    if let Some(v) = u.voice_disabled {
+        g.voice_disabled = v;
+    }
+    if let Some(v) = u.multilingual {
+        g.multilingual = v;
+    }
+    if let Some(v) = u.voice_stability {
+        set_path(
+            &mut g.settings,
+            &P_STAB,
+            json!(range("data.voiceStability", v, 0.0, 1.0)?),
+        );
+    }
+    if let Some(v) = u.voice_similarity {
+        set_path(
+            &mut g.settings,
+            &P_SIM,
+            json!(range("data.voiceSimilarity", v, 0.0, 1.0)?),
+        );
+    }
+    if let Some(v) = u.voice_speed {
+        set_path(
+            &mut g.settings,
+            &P_SPEED,
+            json!(range("data.voiceSpeed", v, 0.5, 2.0)?),
+        );
+    }
+    if let Some(v) = &u.language {
+        set_path(
+            &mut g.settings,
+            &P_LANG,
+            json!(non_empty("data.language", v)?),
+        );
+    }
+    if let Some(v) = u.max_duration_seconds {
+        g.max_duration_seconds = v
+            .map(|t| positive_i("data.maxDurationSeconds", t))
+            .transpose()?;
+    }
+    if let Some(v) = u.turn_timeout_seconds {
+        g.turn_timeout_seconds = v
+            .map(|t| positive_f("data.turnTimeoutSeconds", t))
+            .transpose()?;
+    }
+    if let Some(v) = u.silence_end_seconds {
+        g.silence_end_seconds = v
+            .map(|t| positive_f("data.silenceEndSeconds", t))
+            .transpose()?;
+    }
+    if let Some(v) = &u.turn_mode {
+        g.turn_mode = turn_mode("data.turnMode", v)?;
+    }
+    if let Some(v) = u.max_calls {
+        g.max_calls = v.map(|t| positive_i("data.maxCalls", t)).transpose()?;
+    }
+    if let Some(v) = &u.page_slug {
+        g.page_slug = Some(check_slug("data.pageSlug", v)?);
+    }
+    Ok(())
+}
+
+/// Applies an update's `settings` and `branding` (both deep-merged), then its plain fields,
+/// which win over the same values given inside `settings`.
+pub fn apply_update(g: &mut GenieRow, u: &UpdateGenie) -> ApiResult<()> {
+    if let Some(s) = &u.settings {
+        apply_settings(g, s)?;
+    }
+    if let Some(b) = &u.branding {
+        object("data.branding", b)?;
+        if !g.branding.is_object() {
+            g.branding = json!({});
+        }
+        deep_merge(&mut g.branding, b);
+    }
+    apply_fields(g, u, false)
+}
+
+/// `promptReplacements` applied to the system prompt and the first message.
+pub fn replace_all(text: &Option<String>, reps: &[Replacement]) -> Option<String> {
+    text.as_ref().map(|t| {
+        reps.iter()
+            .fold(t.clone(), |acc, r| acc.replace(&r.from, &r.to))
+    })
+}
+
+pub fn check_replacements(reps: &[Replacement]) -> ApiResult<()> {
+    for (i, r) in reps.iter().enumerate() {
+        if r.from.is_empty() {
+            return Err(ApiError::validation(format!(
+                "data.promptReplacements[{i}].from must not be empty"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `data.sort`: `{uuid: position}` with zero-based integer positions.
+pub fn parse_sort(data: &Value) -> ApiResult<Vec<(String, i64)>> {
+    let Some(sort) = data.get("sort") else {
+        return Err(ApiError::validation("data.sort is required"));
+    };
+    let Some(m) = sort.as_object() else {
+        return Err(ApiError::validation(
+            "data.sort must be an object of id: position",
+        ));
+    };
+    let mut out = Vec::with_capacity(m.len());
+    for (k, v) in m {
+        let id = crate::api::parse_uuid(k, &format!("data.sort key '{k}'"))?;
+        let pos = v.as_i64().filter(|p| *p >= 0).ok_or_else(|| {
+            ApiError::validation(format!(
+                "data.sort.{k} must be a zero-based integer position"
+            ))
+        })?;
+        out.push((id, pos));
+    }
+    Ok(out)
+}

@@ -1,0 +1,75 @@
+//! The full genie object (`get`, `all`, and every action that returns `{genie}`), with the
+//! snake_case member list pinned in contract.md.
+
+use rusqlite::Connection;
+use serde_json::{Value, json};
+
+use super::input::effective_settings;
+use crate::db::genie_groups;
+use crate::db::genies::{self as repo, GenieRow};
+
+/// Renders `g` with its phone, page, group, documents and (when `with_owner`, i.e. an admin
+/// in admin mode) its owner. `base` is the service's public base URL.
+pub fn full_genie(
+    c: &Connection,
+    g: &GenieRow,
+    with_owner: bool,
+    base: &str,
+) -> rusqlite::Result<Value> {
+    let phone = repo::phones(c, &g.id)?
+        .into_iter()
+        .next()
+        .map(|p| json!({"number": p.number, "status": p.status}));
+    let page = g.page_slug.as_ref().map(|slug| {
+        json!({"slug": slug, "welcome_message": g.web_welcome_message, "url": format!("{base}/p/{slug}")})
+    });
+    let group = match &g.group_id {
+        Some(gid) => genie_groups::find(c, gid)?
+            .map(|gr| json!({"id": gr.id, "name": gr.name, "sort_order": gr.sort_order})),
+        None => None,
+    };
+    let documents: Vec<Value> = repo::documents(c, &g.id)?
+        .into_iter()
+        .map(|d| json!({"id": d.id, "name": d.name, "type": d.doc_type, "status": d.status, "external_id": d.external_id, "is_active": d.is_active}))
+        .collect();
+    let owner = if with_owner {
+        repo::owner(c, &g.user_id)?
+    } else {
+        None
+    };
+    Ok(json!({
+        "id": g.id,
+        "name": g.name,
+        "description": g.description,
+        "use_case": g.use_case,
+        "category": g.category,
+        "brand": g.brand,
+        "system_prompt": g.system_prompt,
+        "first_message": g.first_message,
+        "voice_id": g.voice_id,
+        "llm_model": g.llm_model,
+        "temperature": g.temperature,
+        "max_tokens": g.max_tokens,
+        "is_active": g.is_active,
+        "setup_completed": g.setup_completed,
+        "send_conversation_reports": g.send_conversation_reports,
+        "voice_disabled": g.voice_disabled,
+        "multilingual": g.multilingual,
+        "max_duration_seconds": g.max_duration_seconds,
+        "turn_timeout_seconds": g.turn_timeout_seconds,
+        "silence_end_seconds": g.silence_end_seconds,
+        "turn_mode": g.turn_mode,
+        "max_calls": g.max_calls,
+        "settings": effective_settings(g),
+        "branding": g.branding,
+        "support_emails": g.support_emails,
+        "phone": phone,
+        "page": page,
+        "group": group,
+        "documents": documents,
+        "owner": owner,
+        "sort_order": g.sort_order,
+        "created_at": g.created_at,
+        "updated_at": g.updated_at,
+    }))
+}

@@ -1,0 +1,453 @@
+//! The ElevenLabs Conversational AI ("Agents Platform") adapter: real HTTP calls to the
+//! configured base URL with the `xi-api-key` header. Every non-2xx answer becomes a
+//! `ProviderError` carrying the provider's status and its own message (`detail`), which
+//! handlers surface as 502 `UPSTREAM_ERROR`.
+//!
+//! Phone numbers: ElevenLabs does not sell numbers through this API; they are imported with
+//! the operator's Twilio or SIP-trunk credentials. This adapter therefore reports
+//! `supports_phone_provisioning() == false` and `provision_number` fails with a message that
+//! says so; `release_number` unassigns an (imported) number from its agent.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::{Method, StatusCode};
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::config::Secret;
+
+pub struct ElevenLabs {
+    base: String,
+    key: Secret,
+    http: reqwest::Client,
+}
+
+impl ElevenLabs {
+    pub fn new(base_url: &str, key: Secret) -> anyhow::Result<ElevenLabs> {
+        let base = base_url.trim().trim_end_matches('/').to_string();
+        url::Url::parse(&base)
+            .map_err(|e| anyhow::anyhow!("--elevenlabs-base-url '{base}': {e}"))?;
+        Ok(ElevenLabs {
+            base,
+            key,
+            http: crate::net::service_client(Duration::from_secs(30)),
+        })
+    }
+
+    /// One call; `Ok(None)` for an empty 2xx body.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<Value>,
+    ) -> ProviderResult<Value> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("xi-api-key", &self.key.0);
+        if !query.is_empty() {
+            req = req.query(query);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.map_err(|e| {
+            // reqwest's message names the URL but never the headers, so no key leaks.
+            ProviderError::new(format!("request to ElevenLabs failed: {}", e.without_url()))
+        })?;
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        if !status.is_success() {
+            return Err(ProviderError {
+                message: error_message(status, &text),
+                status: Some(status.as_u16()),
+            });
+        }
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text)
+            .map_err(|e| ProviderError::new(format!("ElevenLabs answered with invalid JSON: {e}")))
+    }
+}
+
+/// The provider's own words: `detail` as a string, `detail.message`, or the `msg` of each
+/// 422 validation item (with its location).
+fn error_message(status: StatusCode, body: &str) -> String {
+    let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let detail = &v["detail"];
+    let msg = match detail {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => o.get("message").and_then(Value::as_str).map(str::to_string),
+        Value::Array(items) => {
+            let parts: Vec<String> = items
+                .iter()
+                .filter_map(|i| {
+                    let msg = i["msg"].as_str()?;
+                    let loc: Vec<String> = i["loc"]
+                        .as_array()
+                        .map(|l| {
+                            l.iter()
+                                .map(|p| {
+                                    p.as_str()
+                                        .map(str::to_string)
+                                        .unwrap_or_else(|| p.to_string())
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    Some(if loc.is_empty() {
+                        msg.to_string()
+                    } else {
+                        format!("{}: {msg}", loc.join("."))
+                    })
+                })
+                .collect();
+            (!parts.is_empty()).then(|| parts.join("; "))
+        }
+        _ => None,
+    };
+    msg.unwrap_or_else(|| {
+        let snippet: String = body.chars().take(200).collect();
+        if snippet.trim().is_empty() {
+            status.canonical_reason().unwrap_or("error").to_string()
+        } else {
+            snippet
+        }
+    })
+}
+
+fn put(m: &mut Map<String, Value>, k: &str, v: Option<Value>) {
+    if let Some(v) = v {
+        m.insert(k.to_string(), v);
+    }
+}
+
+/// The `conversation_config` of the provider's create/update body; unset members are left
+/// out so the provider keeps its defaults.
+fn conversation_config(spec: &AgentSpec) -> Value {
+    let mut prompt = Map::new();
+    put(
+        &mut prompt,
+        "prompt",
+        spec.system_prompt.clone().map(Value::from),
+    );
+    put(
+        &mut prompt,
+        "llm",
+        Some(Value::from(spec.llm_model.clone())),
+    );
+    put(
+        &mut prompt,
+        "temperature",
+        spec.temperature.map(Value::from),
+    );
+    put(&mut prompt, "max_tokens", spec.max_tokens.map(Value::from));
+    prompt.insert("knowledge_base".into(), json!(spec.knowledge_base));
+    let mut agent = Map::new();
+    put(
+        &mut agent,
+        "first_message",
+        spec.first_message.clone().map(Value::from),
+    );
+    put(
+        &mut agent,
+        "language",
+        spec.language.clone().map(Value::from),
+    );
+    agent.insert("prompt".into(), Value::Object(prompt));
+    let mut tts = Map::new();
+    put(&mut tts, "voice_id", spec.voice_id.clone().map(Value::from));
+    put(&mut tts, "stability", spec.stability.map(Value::from));
+    put(
+        &mut tts,
+        "similarity_boost",
+        spec.similarity_boost.map(Value::from),
+    );
+    put(&mut tts, "speed", spec.speed.map(Value::from));
+    if spec.multilingual {
+        // Non-English agents need a multilingual TTS model.
+        tts.insert("model_id".into(), json!("eleven_turbo_v2_5"));
+    }
+    let mut turn = Map::new();
+    put(
+        &mut turn,
+        "turn_timeout",
+        spec.turn_timeout_seconds.map(Value::from),
+    );
+    put(
+        &mut turn,
+        "silence_end_call_timeout",
+        spec.silence_end_seconds.map(Value::from),
+    );
+    put(&mut turn, "mode", spec.turn_mode.clone().map(Value::from));
+    let mut conversation = Map::new();
+    put(
+        &mut conversation,
+        "max_duration_seconds",
+        spec.max_duration_seconds.map(Value::from),
+    );
+    json!({"agent": agent, "tts": tts, "turn": turn, "conversation": conversation})
+}
+
+fn agent_body(spec: &AgentSpec) -> Value {
+    json!({"name": spec.name, "conversation_config": conversation_config(spec), "tags": ["genied"]})
+}
+
+fn seg(id: &str) -> String {
+    url::form_urlencoded::byte_serialize(id.as_bytes()).collect()
+}
+
+#[async_trait]
+impl VoiceProvider for ElevenLabs {
+    fn name(&self) -> &'static str {
+        "elevenlabs"
+    }
+
+    async fn create_agent(&self, spec: &AgentSpec) -> ProviderResult<String> {
+        let v = self
+            .call(
+                Method::POST,
+                "/v1/convai/agents/create",
+                &[],
+                Some(agent_body(spec)),
+            )
+            .await?;
+        v["agent_id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ProviderError::new("ElevenLabs did not return an agent_id"))
+    }
+
+    async fn update_agent(&self, agent_id: &str, spec: &AgentSpec) -> ProviderResult<()> {
+        self.call(
+            Method::PATCH,
+            &format!("/v1/convai/agents/{}", seg(agent_id)),
+            &[],
+            Some(agent_body(spec)),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn delete_agent(&self, agent_id: &str) -> ProviderResult<()> {
+        match self
+            .call(
+                Method::DELETE,
+                &format!("/v1/convai/agents/{}", seg(agent_id)),
+                &[],
+                None,
+            )
+            .await
+        {
+            Err(e) if e.status == Some(404) => Ok(()),
+            r => r.map(|_| ()),
+        }
+    }
+
+    async fn set_agent_documents(&self, agent_id: &str, docs: &[KbDocRef]) -> ProviderResult<()> {
+        let body = json!({"conversation_config": {"agent": {"prompt": {"knowledge_base": docs}}}});
+        self.call(
+            Method::PATCH,
+            &format!("/v1/convai/agents/{}", seg(agent_id)),
+            &[],
+            Some(body),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn create_document(&self, name: &str, text: &str) -> ProviderResult<String> {
+        let v = self
+            .call(
+                Method::POST,
+                "/v1/convai/knowledge-base/text",
+                &[],
+                Some(json!({"text": text, "name": name})),
+            )
+            .await?;
+        v["id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ProviderError::new("ElevenLabs did not return a document id"))
+    }
+
+    async fn delete_document(&self, doc_id: &str) -> ProviderResult<()> {
+        let path = format!("/v1/convai/knowledge-base/{}", seg(doc_id));
+        match self
+            .call(Method::DELETE, &path, &[("force", "true".into())], None)
+            .await
+        {
+            Err(e) if e.status == Some(404) => Ok(()),
+            r => r.map(|_| ()),
+        }
+    }
+
+    fn supports_phone_provisioning(&self) -> bool {
+        false
+    }
+
+    async fn provision_number(
+        &self,
+        _agent_id: &str,
+        _label: &str,
+    ) -> ProviderResult<ProvisionedNumber> {
+        Err(ProviderError::new(
+            "ElevenLabs cannot provision phone numbers: numbers are imported into ElevenLabs with your Twilio or SIP-trunk \
+             credentials and assigned to the agent there",
+        ))
+    }
+
+    async fn release_number(&self, external_id: &str) -> ProviderResult<()> {
+        let path = format!("/v1/convai/phone-numbers/{}", seg(external_id));
+        match self
+            .call(Method::PATCH, &path, &[], Some(json!({"agent_id": null})))
+            .await
+        {
+            Err(e) if e.status == Some(404) => Ok(()),
+            r => r.map(|_| ()),
+        }
+    }
+
+    async fn list_voices(&self) -> ProviderResult<Vec<Voice>> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        // Bounded: 50 pages of 100 voices.
+        for _ in 0..50 {
+            let mut q = vec![("page_size", "100".to_string())];
+            if let Some(t) = &token {
+                q.push(("next_page_token", t.clone()));
+            }
+            let v = self.call(Method::GET, "/v2/voices", &q, None).await?;
+            for item in v["voices"].as_array().cloned().unwrap_or_default() {
+                let Some(id) = item["voice_id"].as_str() else {
+                    continue;
+                };
+                out.push(Voice {
+                    voice_id: id.to_string(),
+                    name: item["name"].as_str().unwrap_or(id).to_string(),
+                    category: item["category"].as_str().map(str::to_string),
+                    labels: if item["labels"].is_object() {
+                        item["labels"].clone()
+                    } else {
+                        json!({})
+                    },
+                    description: item["description"].as_str().map(str::to_string),
+                    preview_url: item["preview_url"].as_str().map(str::to_string),
+                });
+            }
+            token = v["next_page_token"].as_str().map(str::to_string);
+            if v["has_more"] != json!(true) || token.is_none() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    async fn list_conversations(
+        &self,
+        agent_id: &str,
+        cursor: Option<&str>,
+    ) -> ProviderResult<ConversationPage> {
+        let mut q = vec![
+            ("agent_id", agent_id.to_string()),
+            ("page_size", "100".to_string()),
+        ];
+        if let Some(c) = cursor {
+            q.push(("cursor", c.to_string()));
+        }
+        let v = self
+            .call(Method::GET, "/v1/convai/conversations", &q, None)
+            .await?;
+        let conversations = v["conversations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| {
+                Some(ConversationSummary {
+                    conversation_id: c["conversation_id"].as_str()?.to_string(),
+                    agent_id: c["agent_id"].as_str().unwrap_or(agent_id).to_string(),
+                    start_time_unix_secs: c["start_time_unix_secs"].as_i64().unwrap_or(0),
+                    call_duration_secs: c["call_duration_secs"].as_i64().unwrap_or(0),
+                    status: c["status"].as_str().unwrap_or("done").to_string(),
+                })
+            })
+            .collect();
+        let next_cursor = if v["has_more"] == json!(true) {
+            v["next_cursor"].as_str().map(str::to_string)
+        } else {
+            None
+        };
+        Ok(ConversationPage {
+            conversations,
+            next_cursor,
+        })
+    }
+
+    async fn get_conversation(&self, conversation_id: &str) -> ProviderResult<ConversationDetail> {
+        let v = self
+            .call(
+                Method::GET,
+                &format!("/v1/convai/conversations/{}", seg(conversation_id)),
+                &[],
+                None,
+            )
+            .await?;
+        let transcript = v["transcript"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|t| Turn {
+                role: t["role"].as_str().unwrap_or("agent").to_string(),
+                message: t["message"].as_str().unwrap_or("").to_string(),
+                time_in_call_secs: t["time_in_call_secs"].as_f64().unwrap_or(0.0),
+            })
+            .collect();
+        Ok(ConversationDetail {
+            conversation_id: v["conversation_id"]
+                .as_str()
+                .unwrap_or(conversation_id)
+                .to_string(),
+            agent_id: v["agent_id"].as_str().unwrap_or("").to_string(),
+            status: v["status"].as_str().unwrap_or("done").to_string(),
+            start_time_unix_secs: v["metadata"]["start_time_unix_secs"].as_i64().unwrap_or(0),
+            call_duration_secs: v["metadata"]["call_duration_secs"].as_i64().unwrap_or(0),
+            transcript,
+            summary: v["analysis"]["transcript_summary"]
+                .as_str()
+                .map(str::to_string),
+            metadata: json!({"metadata": v["metadata"], "analysis": v["analysis"]}),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_use_the_providers_words() {
+        let s = StatusCode::UNPROCESSABLE_ENTITY;
+        let m = error_message(
+            s,
+            r#"{"detail":[{"loc":["body","conversation_config"],"msg":"Field required","type":"missing"}]}"#,
+        );
+        assert_eq!(m, "body.conversation_config: Field required");
+        assert_eq!(
+            error_message(
+                StatusCode::UNAUTHORIZED,
+                r#"{"detail":{"status":"invalid_api_key","message":"Invalid API key"}}"#
+            ),
+            "Invalid API key"
+        );
+        assert_eq!(
+            error_message(StatusCode::NOT_FOUND, r#"{"detail":"Agent not found"}"#),
+            "Agent not found"
+        );
+        assert_eq!(error_message(StatusCode::BAD_GATEWAY, ""), "Bad Gateway");
+    }
+}

@@ -1,0 +1,457 @@
+//! A fake of the ElevenLabs Agents Platform API. It checks the `xi-api-key` header, the
+//! method, path and body of every call, keeps agents, documents and phone numbers in
+//! memory, answers like the real API (including 401 and 422 `detail` errors) and records
+//! every request. `fail(op, status)` makes the next calls of an operation fail.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use serde_json::{Value, json};
+
+pub const KEY: &str = "xi-test-key-0123456789";
+
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub api_key: Option<String>,
+    pub body: Value,
+}
+
+#[derive(Default)]
+pub struct FakeState {
+    pub requests: Vec<Recorded>,
+    pub agents: HashMap<String, Value>,
+    pub documents: HashMap<String, Value>,
+    pub phone_numbers: HashMap<String, Value>,
+    pub conversations: HashMap<String, Value>,
+    /// Operation name (`create_agent`, `update_agent`, `delete_agent`, ...) → status to answer.
+    pub failures: HashMap<String, u16>,
+    seq: u64,
+}
+
+#[derive(Clone)]
+pub struct FakeElevenLabs {
+    pub base: String,
+    pub state: Arc<Mutex<FakeState>>,
+}
+
+type S = State<Arc<Mutex<FakeState>>>;
+
+fn detail(status: u16, code: &str, message: &str) -> Response {
+    (
+        StatusCode::from_u16(status).unwrap(),
+        axum::Json(json!({"detail": {"status": code, "message": message}})),
+    )
+        .into_response()
+}
+
+fn unprocessable(loc: &[&str], msg: &str) -> Response {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        axum::Json(json!({"detail": [{"loc": loc, "msg": msg, "type": "value_error"}]})),
+    )
+        .into_response()
+}
+
+/// Records the call and checks the key; `Err` is the answer to give instead.
+#[allow(clippy::result_large_err)] // the Err is the fake's whole HTTP answer, made once per call
+fn begin(
+    st: &mut FakeState,
+    method: Method,
+    path: &str,
+    query: Option<String>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Value, Response> {
+    let api_key = headers
+        .get("xi-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let parsed: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(body).unwrap_or(json!({"__invalid_json": true}))
+    };
+    st.requests.push(Recorded {
+        method: method.to_string(),
+        path: path.to_string(),
+        query: query.unwrap_or_default(),
+        api_key: api_key.clone(),
+        body: parsed.clone(),
+    });
+    if api_key.as_deref() != Some(KEY) {
+        return Err(detail(401, "invalid_api_key", "Invalid API key"));
+    }
+    if matches!(method, Method::POST | Method::PATCH) {
+        let ct = headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !ct.starts_with("application/json")
+            || !parsed.is_object()
+            || parsed.get("__invalid_json").is_some()
+        {
+            return Err(unprocessable(
+                &["body"],
+                "Input should be a valid JSON object",
+            ));
+        }
+    }
+    Ok(parsed)
+}
+
+fn failing(st: &FakeState, op: &str) -> Option<Response> {
+    st.failures
+        .get(op)
+        .map(|s| detail(*s, "internal_error", &format!("{op} failed in the fake")))
+}
+
+fn new_id(st: &mut FakeState, prefix: &str, len: usize) -> String {
+    st.seq += 1;
+    let raw = format!("{prefix}{:0width$}", st.seq, width = len - prefix.len());
+    raw
+}
+
+/// Validates the parts of `conversation_config` the real API rejects with 422.
+fn check_config(cfg: &Value) -> Option<Response> {
+    let t = &cfg["agent"]["prompt"]["temperature"];
+    if !t.is_null() && !t.as_f64().is_some_and(|t| (0.0..=2.0).contains(&t)) {
+        return Some(unprocessable(
+            &[
+                "body",
+                "conversation_config",
+                "agent",
+                "prompt",
+                "temperature",
+            ],
+            "Input should be less than or equal to 2",
+        ));
+    }
+    for k in ["stability", "similarity_boost"] {
+        let v = &cfg["tts"][k];
+        if !v.is_null() && !v.as_f64().is_some_and(|t| (0.0..=1.0).contains(&t)) {
+            return Some(unprocessable(
+                &["body", "conversation_config", "tts", k],
+                "Input should be less than or equal to 1",
+            ));
+        }
+    }
+    let kb = &cfg["agent"]["prompt"]["knowledge_base"];
+    if !kb.is_null() {
+        let ok = kb.as_array().is_some_and(|a| {
+            a.iter().all(|d| {
+                d["id"].is_string()
+                    && d["name"].is_string()
+                    && ["file", "url", "text"].contains(&d["type"].as_str().unwrap_or(""))
+            })
+        });
+        if !ok {
+            return Some(unprocessable(
+                &[
+                    "body",
+                    "conversation_config",
+                    "agent",
+                    "prompt",
+                    "knowledge_base",
+                ],
+                "Invalid knowledge base entry",
+            ));
+        }
+    }
+    None
+}
+
+fn merge(target: &mut Value, patch: &Value) {
+    match (target.as_object_mut(), patch.as_object()) {
+        (Some(t), Some(p)) => {
+            for (k, v) in p {
+                if v.is_object() && t.get(k).is_some_and(Value::is_object) {
+                    merge(t.get_mut(k).unwrap(), v);
+                } else {
+                    t.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        _ => *target = patch.clone(),
+    }
+}
+
+async fn create_agent(State(s): S, headers: HeaderMap, body: Bytes) -> Response {
+    let mut st = s.lock().unwrap();
+    let b = match begin(
+        &mut st,
+        Method::POST,
+        "/v1/convai/agents/create",
+        None,
+        &headers,
+        &body,
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if let Some(r) = failing(&st, "create_agent") {
+        return r;
+    }
+    if !b["conversation_config"].is_object() {
+        return unprocessable(&["body", "conversation_config"], "Field required");
+    }
+    if let Some(r) = check_config(&b["conversation_config"]) {
+        return r;
+    }
+    let id = new_id(&mut st, "agent_", 32);
+    let agent = json!({"agent_id": id, "name": b["name"], "conversation_config": b["conversation_config"], "platform_settings": {}, "phone_numbers": [], "tags": b["tags"]});
+    st.agents.insert(id.clone(), agent);
+    axum::Json(json!({"agent_id": id})).into_response()
+}
+
+async fn agent(
+    State(s): S,
+    method: Method,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut st = s.lock().unwrap();
+    let path = format!("/v1/convai/agents/{id}");
+    let b = match begin(&mut st, method.clone(), &path, None, &headers, &body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let op = match method {
+        Method::GET => "get_agent",
+        Method::PATCH => "update_agent",
+        _ => "delete_agent",
+    };
+    if let Some(r) = failing(&st, op) {
+        return r;
+    }
+    if !st.agents.contains_key(&id) {
+        return detail(404, "agent_not_found", &format!("Agent {id} not found"));
+    }
+    match method {
+        Method::GET => axum::Json(st.agents[&id].clone()).into_response(),
+        Method::PATCH => {
+            if let Some(cfg) = b.get("conversation_config")
+                && let Some(r) = check_config(cfg)
+            {
+                return r;
+            }
+            let a = st.agents.get_mut(&id).unwrap();
+            merge(a, &b);
+            // The provider replaces the knowledge-base list wholesale.
+            if let Some(kb) = b.pointer("/conversation_config/agent/prompt/knowledge_base") {
+                a["conversation_config"]["agent"]["prompt"]["knowledge_base"] = kb.clone();
+            }
+            axum::Json(a.clone()).into_response()
+        }
+        _ => {
+            st.agents.remove(&id);
+            StatusCode::OK.into_response()
+        }
+    }
+}
+
+async fn kb_text(State(s): S, headers: HeaderMap, body: Bytes) -> Response {
+    let mut st = s.lock().unwrap();
+    let b = match begin(
+        &mut st,
+        Method::POST,
+        "/v1/convai/knowledge-base/text",
+        None,
+        &headers,
+        &body,
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if let Some(r) = failing(&st, "create_document") {
+        return r;
+    }
+    if !b["text"].is_string() {
+        return unprocessable(&["body", "text"], "Field required");
+    }
+    let id = new_id(&mut st, "doc", 20);
+    st.documents.insert(id.clone(), b.clone());
+    axum::Json(json!({"id": id, "name": b["name"]})).into_response()
+}
+
+async fn kb_delete(
+    State(s): S,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut st = s.lock().unwrap();
+    if let Err(r) = begin(
+        &mut st,
+        Method::DELETE,
+        &format!("/v1/convai/knowledge-base/{id}"),
+        q,
+        &headers,
+        &body,
+    ) {
+        return r;
+    }
+    if st.documents.remove(&id).is_none() {
+        return detail(404, "document_not_found", "Document not found");
+    }
+    StatusCode::OK.into_response()
+}
+
+async fn phone(State(s): S, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let mut st = s.lock().unwrap();
+    let b = match begin(
+        &mut st,
+        Method::PATCH,
+        &format!("/v1/convai/phone-numbers/{id}"),
+        None,
+        &headers,
+        &body,
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if let Some(r) = failing(&st, "update_phone") {
+        return r;
+    }
+    let Some(p) = st.phone_numbers.get_mut(&id) else {
+        return detail(404, "phone_number_not_found", "Phone number not found");
+    };
+    p["assigned_agent"] = b["agent_id"].clone();
+    axum::Json(p.clone()).into_response()
+}
+
+async fn voices(State(s): S, RawQuery(q): RawQuery, headers: HeaderMap) -> Response {
+    let mut st = s.lock().unwrap();
+    let q2 = q.clone().unwrap_or_default();
+    if let Err(r) = begin(
+        &mut st,
+        Method::GET,
+        "/v2/voices",
+        q,
+        &headers,
+        &Bytes::new(),
+    ) {
+        return r;
+    }
+    let voice = |id: &str, name: &str| json!({"voice_id": id, "name": name, "category": "premade", "labels": {"accent": "american"}, "description": null, "preview_url": format!("https://example.test/{id}.mp3")});
+    if q2.contains("next_page_token=p2") {
+        axum::Json(
+            json!({"voices": [voice("v3", "Three")], "has_more": false, "next_page_token": null}),
+        )
+        .into_response()
+    } else {
+        axum::Json(json!({"voices": [voice("v1", "One"), voice("v2", "Two")], "has_more": true, "next_page_token": "p2"})).into_response()
+    }
+}
+
+async fn conversations(State(s): S, RawQuery(q): RawQuery, headers: HeaderMap) -> Response {
+    let mut st = s.lock().unwrap();
+    let q2 = q.clone().unwrap_or_default();
+    if let Err(r) = begin(
+        &mut st,
+        Method::GET,
+        "/v1/convai/conversations",
+        q,
+        &headers,
+        &Bytes::new(),
+    ) {
+        return r;
+    }
+    let list: Vec<Value> = st
+        .conversations
+        .values()
+        .filter(|c| q2.contains(&format!("agent_id={}", c["agent_id"].as_str().unwrap_or("-"))))
+        .map(|c| json!({"agent_id": c["agent_id"], "conversation_id": c["conversation_id"], "start_time_unix_secs": c["metadata"]["start_time_unix_secs"], "call_duration_secs": c["metadata"]["call_duration_secs"], "message_count": 2, "status": c["status"], "call_successful": "success", "transcript_summary": c["analysis"]["transcript_summary"]}))
+        .collect();
+    axum::Json(json!({"conversations": list, "next_cursor": null, "has_more": false}))
+        .into_response()
+}
+
+async fn conversation(State(s): S, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let mut st = s.lock().unwrap();
+    if let Err(r) = begin(
+        &mut st,
+        Method::GET,
+        &format!("/v1/convai/conversations/{id}"),
+        None,
+        &headers,
+        &Bytes::new(),
+    ) {
+        return r;
+    }
+    match st.conversations.get(&id) {
+        Some(c) => axum::Json(c.clone()).into_response(),
+        None => detail(404, "conversation_not_found", "Conversation not found"),
+    }
+}
+
+impl FakeElevenLabs {
+    pub async fn start() -> FakeElevenLabs {
+        let state = Arc::new(Mutex::new(FakeState::default()));
+        let app = Router::new()
+            .route("/v1/convai/agents/create", post(create_agent))
+            .route(
+                "/v1/convai/agents/{id}",
+                get(agent).patch(agent).delete(agent),
+            )
+            .route("/v1/convai/knowledge-base/text", post(kb_text))
+            .route(
+                "/v1/convai/knowledge-base/{id}",
+                axum::routing::delete(kb_delete),
+            )
+            .route("/v1/convai/phone-numbers/{id}", patch(phone))
+            .route("/v2/voices", get(voices))
+            .route("/v1/convai/conversations", get(conversations))
+            .route("/v1/convai/conversations/{id}", get(conversation))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeElevenLabs {
+            base: format!("http://{addr}"),
+            state,
+        }
+    }
+
+    pub fn fail(&self, op: &str, status: u16) {
+        self.state
+            .lock()
+            .unwrap()
+            .failures
+            .insert(op.to_string(), status);
+    }
+    pub fn heal(&self, op: &str) {
+        self.state.lock().unwrap().failures.remove(op);
+    }
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+    pub fn agent(&self, id: &str) -> Option<Value> {
+        self.state.lock().unwrap().agents.get(id).cloned()
+    }
+    pub fn agent_count(&self) -> usize {
+        self.state.lock().unwrap().agents.len()
+    }
+    pub fn add_phone_number(&self, id: &str, number: &str) {
+        self.state.lock().unwrap().phone_numbers.insert(id.into(), json!({"phone_number_id": id, "phone_number": number, "provider": "twilio", "assigned_agent": null}));
+    }
+    pub fn add_conversation(&self, c: Value) {
+        let id = c["conversation_id"].as_str().unwrap().to_string();
+        self.state.lock().unwrap().conversations.insert(id, c);
+    }
+    pub fn phone(&self, id: &str) -> Option<Value> {
+        self.state.lock().unwrap().phone_numbers.get(id).cloned()
+    }
+}
