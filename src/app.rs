@@ -35,6 +35,8 @@ pub struct AppInner {
     pub net: Guarded,
     /// The configured OpenAI-compatible endpoint, if any.
     pub llm: Option<Llm>,
+    /// Worker genies: run executor, triggers, credential key.
+    pub workers: crate::workers::Workers,
 }
 
 pub type AppState = Arc<AppInner>;
@@ -59,6 +61,8 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
     std::fs::create_dir_all(config.documents_dir())?;
     let secrets = Secrets::load_or_create(&config.secrets_dir())?;
     let db = Db::open(&config.db_path()).with_context(|| format!("opening {}", config.db_path().display()))?;
+    let secrets = crate::workers::credentials::apply_master_key(&config, &db, secrets)?;
+    crate::workers::recover(&db)?;
     let recovered = db.write_blocking(|c| Ok(jobs::recover(c)?)).map_err(|e| anyhow::anyhow!("{e}"))?;
     if recovered > 0 {
         tracing::warn!(count = recovered, "requeued jobs left running by a previous process");
@@ -68,6 +72,7 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
         voice: Arc::new(crate::voice::local::LocalProvider),
         net: Guarded::new(config.allow_private_outbound),
         llm: Llm::from_config(&config),
+        workers: crate::workers::Workers::new(&config, &secrets),
         config,
         db,
         secrets,
@@ -83,6 +88,7 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
 pub async fn serve(app: App, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let worker = tokio::spawn(jobs::worker(app.state.clone(), stop_rx.clone()));
+    let workers = tokio::spawn(crate::workers::run(app.state.clone(), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     tracing::info!(addr = %listener.local_addr()?, "listening");
     axum::serve(listener, app.router.into_make_service_with_connect_info::<SocketAddr>())
@@ -90,6 +96,7 @@ pub async fn serve(app: App, listener: TcpListener, shutdown: impl Future<Output
         .await?;
     let _ = stop_tx.send(true);
     let _ = tokio::join!(worker, housekeeping);
+    let _ = workers.await;
     Ok(())
 }
 

@@ -16,6 +16,7 @@ pub mod llm;
 pub mod net;
 pub mod secrets;
 pub mod voice;
+pub mod workers;
 
 pub use app::{App, AppState, build_app, serve};
 pub use config::Config;

@@ -5,6 +5,7 @@
 pub mod activities;
 pub mod api_keys;
 pub mod profiles;
+pub mod worker_genies;
 
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
@@ -186,6 +187,7 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "api-keys" => api_keys::handle(ctx, &req).await?,
         "profiles" => profiles::handle(ctx, &req).await?,
         "activities" => activities::handle(ctx, &req).await?,
+        "worker-genies" => worker_genies::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

@@ -7,6 +7,8 @@ pub mod activities;
 pub mod api_keys;
 pub mod sessions;
 pub mod users;
+pub mod workers;
+pub mod workers_query;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
