@@ -249,7 +249,9 @@ pub fn list_runs(
     let mut st = c.prepare_cached(&format!(
         "SELECT {RCOLS} FROM worker_runs WHERE {filter} ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5"
     ))?;
-    let items = st.query_map(params![user_id, genie_id, status, limit, offset], run_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+    let items = st
+        .query_map(params![user_id, genie_id, status, limit, offset], run_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     let total = c.query_row(
         &format!("SELECT COUNT(*) FROM worker_runs WHERE {filter}"),
         params![user_id, genie_id, status],
@@ -378,8 +380,12 @@ pub fn insert_credential(c: &Connection, n: &NewCredential) -> rusqlite::Result<
 }
 
 pub fn credential_by_name(c: &Connection, user_id: &str, name: &str) -> rusqlite::Result<Option<Sealed>> {
-    c.query_row(&format!("SELECT {CCOLS} FROM credentials WHERE user_id = ?1 AND name = ?2"), [user_id, name], sealed_row)
-        .optional()
+    c.query_row(
+        &format!("SELECT {CCOLS} FROM credentials WHERE user_id = ?1 AND name = ?2"),
+        [user_id, name],
+        sealed_row,
+    )
+    .optional()
 }
 
 pub fn credential_by_id(c: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Option<Sealed>> {
@@ -409,7 +415,12 @@ pub fn delete_credential(c: &Connection, user_id: &str, id: &str) -> rusqlite::R
 // ---------------------------------------------------------------- memory
 
 /// `genie_id` '' is the account scope.
-pub fn memory_get(c: &Connection, user_id: &str, genie_id: &str, key: &str) -> rusqlite::Result<Option<(Value, String)>> {
+pub fn memory_get(
+    c: &Connection,
+    user_id: &str,
+    genie_id: &str,
+    key: &str,
+) -> rusqlite::Result<Option<(Value, String)>> {
     c.query_row(
         "SELECT value, updated_at FROM worker_memory WHERE user_id = ?1 AND genie_id = ?2 AND key = ?3",
         [user_id, genie_id, key],
@@ -419,12 +430,15 @@ pub fn memory_get(c: &Connection, user_id: &str, genie_id: &str, key: &str) -> r
 }
 
 pub fn memory_keys(c: &Connection, user_id: &str, genie_id: &str, limit: i64) -> rusqlite::Result<Vec<String>> {
-    let mut st = c.prepare_cached("SELECT key FROM worker_memory WHERE user_id = ?1 AND genie_id = ?2 ORDER BY key LIMIT ?3")?;
+    let mut st =
+        c.prepare_cached("SELECT key FROM worker_memory WHERE user_id = ?1 AND genie_id = ?2 ORDER BY key LIMIT ?3")?;
     st.query_map(params![user_id, genie_id, limit], |r| r.get(0))?.collect()
 }
 
 pub fn memory_count(c: &Connection, user_id: &str, genie_id: &str) -> rusqlite::Result<i64> {
-    c.query_row("SELECT COUNT(*) FROM worker_memory WHERE user_id = ?1 AND genie_id = ?2", [user_id, genie_id], |r| r.get(0))
+    c.query_row("SELECT COUNT(*) FROM worker_memory WHERE user_id = ?1 AND genie_id = ?2", [user_id, genie_id], |r| {
+        r.get(0)
+    })
 }
 
 pub fn memory_put(c: &Connection, user_id: &str, genie_id: &str, key: &str, value: &Value) -> rusqlite::Result<()> {
@@ -437,11 +451,21 @@ pub fn memory_put(c: &Connection, user_id: &str, genie_id: &str, key: &str, valu
 }
 
 pub fn memory_delete(c: &Connection, user_id: &str, genie_id: &str, key: &str) -> rusqlite::Result<bool> {
-    Ok(c.execute("DELETE FROM worker_memory WHERE user_id = ?1 AND genie_id = ?2 AND key = ?3", [user_id, genie_id, key])? == 1)
+    Ok(c.execute(
+        "DELETE FROM worker_memory WHERE user_id = ?1 AND genie_id = ?2 AND key = ?3",
+        [user_id, genie_id, key],
+    )? == 1)
 }
 
 /// Inserts a dashboard notification for the user.
-pub fn insert_notification(c: &Connection, user_id: &str, kind: &str, title: &str, body: &str, data: &Value) -> rusqlite::Result<String> {
+pub fn insert_notification(
+    c: &Connection,
+    user_id: &str,
+    kind: &str,
+    title: &str,
+    body: &str,
+    data: &Value,
+) -> rusqlite::Result<String> {
     let id = new_id();
     c.execute(
         "INSERT INTO notifications (id, user_id, kind, title, body, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

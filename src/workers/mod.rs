@@ -68,7 +68,12 @@ pub fn recover(db: &Db) -> anyhow::Result<()> {
 }
 
 /// Queues a run of `genie` and wakes the executor.
-pub async fn enqueue(app: &AppState, genie: db::workers::WorkerGenie, trigger: &str, input: Value) -> ApiResult<db::workers::Run> {
+pub async fn enqueue(
+    app: &AppState,
+    genie: db::workers::WorkerGenie,
+    trigger: &str,
+    input: Value,
+) -> ApiResult<db::workers::Run> {
     let trigger = trigger.to_string();
     let run = app.db.write(move |c| Ok(db::workers::insert_run(c, &genie, &trigger, &input)?)).await?;
     app.workers.notify.notify_one();
@@ -96,16 +101,24 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
     // Runs still in flight are stopped and recorded as such (not left `running`).
     let ids: Vec<String> = {
         let mut map = app.workers.running.lock().unwrap_or_else(|p| p.into_inner());
-        map.drain().map(|(id, h)| {
-            h.abort();
-            id
-        }).collect()
+        map.drain()
+            .map(|(id, h)| {
+                h.abort();
+                id
+            })
+            .collect()
     };
     for id in ids {
         let _ = app
             .db
             .write(move |c| {
-                Ok(db::workers::finish_run(c, &id, "failed", None, Some("stopped: the service shut down while this run was running"))?)
+                Ok(db::workers::finish_run(
+                    c,
+                    &id,
+                    "failed",
+                    None,
+                    Some("stopped: the service shut down while this run was running"),
+                )?)
             })
             .await;
     }
@@ -113,7 +126,9 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
 
 async fn claim_and_spawn(app: &AppState) {
     loop {
-        let Ok(permit) = app.workers.slots.clone().try_acquire_owned() else { return };
+        let Ok(permit) = app.workers.slots.clone().try_acquire_owned() else {
+            return;
+        };
         let run = match app.db.write(|c| Ok(db::workers::claim_run(c)?)).await {
             Ok(Some(run)) => run,
             Ok(None) => return,
@@ -138,7 +153,11 @@ async fn claim_and_spawn(app: &AppState) {
 
 /// Event-triggered genies: every bus event of a genie's `event_type` for its owner enqueues
 /// a run whose input carries the event.
-async fn listen_events(app: AppState, mut rx: tokio::sync::broadcast::Receiver<Event>, mut stop: watch::Receiver<bool>) {
+async fn listen_events(
+    app: AppState,
+    mut rx: tokio::sync::broadcast::Receiver<Event>,
+    mut stop: watch::Receiver<bool>,
+) {
     use tokio::sync::broadcast::error::RecvError;
     loop {
         let event = tokio::select! {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::tools::{self, Opened, ToolCtx};
 use super::credentials;
+use super::tools::{self, Opened, ToolCtx};
 use crate::app::AppState;
 use crate::db::{self, workers::Run};
 use crate::events::Event;
@@ -26,7 +26,9 @@ pub async fn execute(app: &AppState, run: Run) {
     let mut state = Progress { steps: Vec::new(), usage: Usage::default() };
     let outcome = match tokio::time::timeout(timeout, agent_loop(app, &run, &mut state)).await {
         Ok(r) => r,
-        Err(_) => Err(format!("timed out: the run took longer than {} s (--worker-run-timeout-seconds)", timeout.as_secs())),
+        Err(_) => {
+            Err(format!("timed out: the run took longer than {} s (--worker-run-timeout-seconds)", timeout.as_secs()))
+        }
     };
     let (status, output, error) = match outcome {
         Ok(out) => ("succeeded", Some(out), None),
@@ -99,7 +101,13 @@ async fn agent_loop(app: &AppState, run: &Run, p: &mut Progress) -> Result<Strin
     let mut messages = vec![Message::new("system", system), Message::new("user", user)];
     let schemas = tools::schemas();
     for turn in 1..=genie.max_steps {
-        let req = ChatRequest { model: model.clone(), messages: messages.clone(), tools: Some(schemas.clone()), temperature: None, max_tokens: None };
+        let req = ChatRequest {
+            model: model.clone(),
+            messages: messages.clone(),
+            tools: Some(schemas.clone()),
+            temperature: None,
+            max_tokens: None,
+        };
         let started = std::time::Instant::now();
         let resp = llm.chat(&req).await?;
         p.usage.prompt_tokens += resp.usage.prompt_tokens;
@@ -126,8 +134,8 @@ async fn agent_loop(app: &AppState, run: &Run, p: &mut Progress) -> Result<Strin
         messages.push(assistant);
         for call in calls {
             let started = std::time::Instant::now();
-            let args: Result<Value, String> =
-                serde_json::from_str(&call.function.arguments).map_err(|e| format!("arguments are not valid JSON: {e}"));
+            let args: Result<Value, String> = serde_json::from_str(&call.function.arguments)
+                .map_err(|e| format!("arguments are not valid JSON: {e}"));
             let result = match &args {
                 Ok(a) => tools::call(&ctx, &call.function.name, a).await,
                 Err(e) => Err(e.clone()),
@@ -151,10 +159,7 @@ async fn agent_loop(app: &AppState, run: &Run, p: &mut Progress) -> Result<Strin
         }
         save(app, &run.id, p).await;
     }
-    Err(format!(
-        "step limit reached: the model was still calling tools after {} turns (max_steps)",
-        genie.max_steps
-    ))
+    Err(format!("step limit reached: the model was still calling tools after {} turns (max_steps)", genie.max_steps))
 }
 
 async fn open_credentials(app: &AppState, genie: &db::workers::WorkerGenie) -> Result<Vec<Opened>, String> {

@@ -41,7 +41,11 @@ pub async fn start(app: &AppState) -> anyhow::Result<()> {
     let sched = JobScheduler::new().await?;
     sched.start().await?;
     *app.workers.scheduler.lock().await = Some(Scheduler { sched, jobs: HashMap::new() });
-    let genies = app.db.read(|c| Ok(db::workers::active_by_trigger(c, "schedule")?)).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let genies = app
+        .db
+        .read(|c| Ok(db::workers::active_by_trigger(c, "schedule")?))
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     for g in genies {
         sync(app, &g.id).await;
     }
@@ -71,7 +75,9 @@ pub async fn sync(app: &AppState, id: &str) {
             return;
         }
     };
-    let Some(expr) = genie.schedule.clone() else { return };
+    let Some(expr) = genie.schedule.clone() else {
+        return;
+    };
     let cron = match to_cron(&expr, app.config.worker_allow_seconds_cron) {
         Ok(c) => c,
         Err(e) => {
@@ -95,9 +101,13 @@ pub async fn sync(app: &AppState, id: &str) {
             Ok(uuid) => {
                 s.jobs.insert(genie.id.clone(), uuid);
             }
-            Err(e) => tracing::error!(genie = %genie.id, error = %e, "registering a worker genie schedule"),
+            Err(e) => {
+                tracing::error!(genie = %genie.id, error = %e, "registering a worker genie schedule")
+            }
         },
-        Err(e) => tracing::error!(genie = %genie.id, error = %e, "building a worker genie schedule"),
+        Err(e) => {
+            tracing::error!(genie = %genie.id, error = %e, "building a worker genie schedule")
+        }
     }
 }
 

@@ -140,14 +140,17 @@ pub fn matches(c: &Credential, url: &str) -> bool {
 pub fn credential_header(c: &Opened) -> Result<(HeaderName, HeaderValue), String> {
     let bad = |_| format!("credential '{}' holds characters not allowed in an HTTP header", c.meta.name);
     match c.meta.credential_type.as_str() {
-        "bearer_token" => Ok((reqwest::header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {}", c.secret)).map_err(bad)?)),
+        "bearer_token" => {
+            Ok((reqwest::header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {}", c.secret)).map_err(bad)?))
+        }
         "basic_auth" => {
             let enc = base64::engine::general_purpose::STANDARD.encode(c.secret.as_bytes());
             Ok((reqwest::header::AUTHORIZATION, HeaderValue::from_str(&format!("Basic {enc}")).map_err(bad)?))
         }
         _ => {
             let name = c.meta.header_name.as_deref().unwrap_or("X-API-Key");
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| format!("credential '{}' has an invalid header_name", c.meta.name))?;
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("credential '{}' has an invalid header_name", c.meta.name))?;
             Ok((name, HeaderValue::from_str(&c.secret).map_err(bad)?))
         }
     }
@@ -204,7 +207,9 @@ async fn web_fetch(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
         "PUT" => Method::PUT,
         "PATCH" => Method::PATCH,
         "DELETE" => Method::DELETE,
-        other => return Err(format!("method '{other}' is not allowed; use GET, POST, PUT, PATCH or DELETE")),
+        other => {
+            return Err(format!("method '{other}' is not allowed; use GET, POST, PUT, PATCH or DELETE"));
+        }
     };
     let mut headers = HeaderMap::new();
     match args.get("headers") {
@@ -212,7 +217,8 @@ async fn web_fetch(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
         Some(Value::Object(map)) => {
             for (k, v) in map {
                 let v = v.as_str().ok_or_else(|| format!("header '{k}' must be a string"))?;
-                let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| format!("'{k}' is not a valid header name"))?;
+                let name =
+                    HeaderName::from_bytes(k.as_bytes()).map_err(|_| format!("'{k}' is not a valid header name"))?;
                 let value = HeaderValue::from_str(v).map_err(|_| format!("header '{k}' has an invalid value"))?;
                 headers.insert(name, value);
             }
@@ -264,14 +270,26 @@ async fn memory_read(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
     match key {
         Some(key) => {
             let k = key.clone();
-            let found = ctx.app.db.read(move |c| Ok(db::workers::memory_get(c, &uid, &scope, &k)?)).await.map_err(|e| e.message)?;
+            let found = ctx
+                .app
+                .db
+                .read(move |c| Ok(db::workers::memory_get(c, &uid, &scope, &k)?))
+                .await
+                .map_err(|e| e.message)?;
             Ok(match found {
-                Some((value, updated_at)) => json!({"key": key, "scope": scope_name, "found": true, "value": value, "updated_at": updated_at}),
+                Some((value, updated_at)) => {
+                    json!({"key": key, "scope": scope_name, "found": true, "value": value, "updated_at": updated_at})
+                }
                 None => json!({"key": key, "scope": scope_name, "found": false, "value": null}),
             })
         }
         None => {
-            let keys = ctx.app.db.read(move |c| Ok(db::workers::memory_keys(c, &uid, &scope, 200)?)).await.map_err(|e| e.message)?;
+            let keys = ctx
+                .app
+                .db
+                .read(move |c| Ok(db::workers::memory_keys(c, &uid, &scope, 200)?))
+                .await
+                .map_err(|e| e.message)?;
             Ok(json!({"scope": scope_name, "keys": keys}))
         }
     }
@@ -302,8 +320,12 @@ async fn memory_write(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
                 db::workers::memory_delete(c, &uid, &scope, &k)?;
                 return Ok(());
             }
-            if db::workers::memory_get(c, &uid, &scope, &k)?.is_none() && db::workers::memory_count(c, &uid, &scope)? >= MEMORY_KEYS_PER_SCOPE {
-                return Err(crate::error::ApiError::validation(format!("memory is full: at most {MEMORY_KEYS_PER_SCOPE} keys per scope")));
+            if db::workers::memory_get(c, &uid, &scope, &k)?.is_none()
+                && db::workers::memory_count(c, &uid, &scope)? >= MEMORY_KEYS_PER_SCOPE
+            {
+                return Err(crate::error::ApiError::validation(format!(
+                    "memory is full: at most {MEMORY_KEYS_PER_SCOPE} keys per scope"
+                )));
             }
             Ok(db::workers::memory_put(c, &uid, &scope, &k, &value)?)
         })
@@ -315,17 +337,17 @@ async fn memory_write(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
 async fn query_data(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
     let name = str_arg(args, "table")?.ok_or("'table' is required")?;
     let names: Vec<&str> = workers_query::TABLES.iter().map(|t| t.name).collect();
-    let table = workers_query::table(name).ok_or_else(|| format!("unknown table '{name}'; use one of {}", names.join(", ")))?;
+    let table =
+        workers_query::table(name).ok_or_else(|| format!("unknown table '{name}'; use one of {}", names.join(", ")))?;
     let mut filters = Vec::new();
     match args.get("filters") {
         None | Some(Value::Null) => {}
         Some(Value::Object(map)) => {
             for (k, v) in map {
-                let col = table
-                    .columns
-                    .iter()
-                    .find(|c| **c == k.as_str())
-                    .ok_or_else(|| format!("'{k}' is not a column of {name}; columns: {}", table.columns.join(", ")))?;
+                let col =
+                    table.columns.iter().find(|c| **c == k.as_str()).ok_or_else(|| {
+                        format!("'{k}' is not a column of {name}; columns: {}", table.columns.join(", "))
+                    })?;
                 let v = match v {
                     Value::String(s) => Sql::Text(s.clone()),
                     Value::Bool(b) => Sql::Integer(*b as i64),
@@ -350,7 +372,10 @@ async fn query_data(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
     let int = |key: &str, default: i64, min: i64, max: i64| -> Result<i64, String> {
         match args.get(key) {
             None | Some(Value::Null) => Ok(default),
-            Some(v) => v.as_i64().filter(|n| (min..=max).contains(n)).ok_or_else(|| format!("'{key}' must be an integer from {min} to {max}")),
+            Some(v) => v
+                .as_i64()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or_else(|| format!("'{key}' must be an integer from {min} to {max}")),
         }
     };
     let q = workers_query::Query {

@@ -10,3 +10,4 @@ mod cli;
 mod envelope;
 mod profiles;
 mod rate_limit;
+mod worker_genies;

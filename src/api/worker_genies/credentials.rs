@@ -46,7 +46,9 @@ fn check(i: StoreInput, app: &crate::app::AppState) -> ApiResult<Checked> {
         return Err(ApiError::validation("data.value is required and must be at most 8192 bytes"));
     }
     if i.value.chars().any(|c| c.is_control()) {
-        return Err(ApiError::validation("data.value must not contain control characters (it is sent in an HTTP header)"));
+        return Err(ApiError::validation(
+            "data.value must not contain control characters (it is sent in an HTTP header)",
+        ));
     }
     if i.credential_type == "basic_auth" && !i.value.contains(':') {
         return Err(ApiError::validation("data.value of a basic_auth credential must be 'username:password'"));
@@ -54,11 +56,7 @@ fn check(i: StoreInput, app: &crate::app::AppState) -> ApiResult<Checked> {
     let url_prefix = match i.url_prefix.map(|p| p.trim().to_string()).filter(|p| !p.is_empty()) {
         None => None,
         Some(p) => Some(
-            app.net
-                .check(&p)
-                .map_err(|e| ApiError::validation(format!("data.url_prefix: {e}")))?
-                .as_str()
-                .to_string(),
+            app.net.check(&p).map_err(|e| ApiError::validation(format!("data.url_prefix: {e}")))?.as_str().to_string(),
         ),
     };
     let header_name = i.header_name.map(|h| h.trim().to_string()).filter(|h| !h.is_empty());
@@ -80,7 +78,10 @@ pub async fn store(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         .db()
         .write(move |tx| {
             if db::workers::credential_by_name(tx, &uid, &c.name)?.is_some() {
-                return Err(ApiError::conflict(format!("a credential named '{}' already exists; delete it first", c.name)));
+                return Err(ApiError::conflict(format!(
+                    "a credential named '{}' already exists; delete it first",
+                    c.name
+                )));
             }
             let key = cipher::key_for_write(&app, tx).map_err(ApiError::internal)?;
             let id = db::new_id();
@@ -100,7 +101,9 @@ pub async fn store(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             )?)
         })
         .await?;
-    Ok(Reply::created(json!({"credential": cred})).record(&cred.id).summary(format!("stored credential '{}'", cred.name)))
+    Ok(Reply::created(json!({"credential": cred}))
+        .record(&cred.id)
+        .summary(format!("stored credential '{}'", cred.name)))
 }
 
 pub async fn list(ctx: &Ctx) -> ApiResult<Reply> {
@@ -158,7 +161,10 @@ pub async fn test(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             let c = check(
                 StoreInput {
                     name: t.name.clone().unwrap_or_else(|| "unsaved".into()),
-                    credential_type: t.credential_type.clone().ok_or_else(|| ApiError::validation("data.credential_type is required with data.value"))?,
+                    credential_type: t
+                        .credential_type
+                        .clone()
+                        .ok_or_else(|| ApiError::validation("data.credential_type is required with data.value"))?,
                     value: value.clone(),
                     url_prefix: t.url_prefix.clone(),
                     header_name: t.header_name.clone(),
@@ -188,7 +194,9 @@ pub async fn test(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             })?;
             (Opened { meta: sealed.meta, secret }, "stored")
         }
-        (None, None) => return Err(ApiError::validation("data.name (a stored credential) or data.value (a new one) is required")),
+        (None, None) => {
+            return Err(ApiError::validation("data.name (a stored credential) or data.value (a new one) is required"));
+        }
     };
     let shown = json!({
         "id": if opened.meta.id.is_empty() { serde_json::Value::Null } else { json!(opened.meta.id) },
@@ -217,22 +225,36 @@ pub async fn test(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         "GET" => Method::GET,
         "HEAD" => Method::HEAD,
         "POST" => Method::POST,
-        _ => return Err(ApiError::validation("data.method must be GET, HEAD or POST")),
+        _ => {
+            return Err(ApiError::validation("data.method must be GET, HEAD or POST"));
+        }
     };
     let name = opened.meta.name.clone();
     let creds = [opened];
-    let (status, message, request) = match tools::send(&ctx.app, method, target.as_str(), HeaderMap::new(), None, &creds).await {
-        Ok((f, _)) => {
-            let ok = (200..300).contains(&f.status);
-            let excerpt: String = tools::redact(&f.text(), &creds).chars().take(500).collect();
-            (
-                if ok { "ok" } else { "failed" },
-                if ok { format!("the test request was answered {}", f.status) } else { format!("the test request was answered {}: the credential may be wrong or lack access", f.status) },
-                json!({"url": target.as_str(), "status_code": f.status, "ok": ok, "body_excerpt": excerpt}),
-            )
-        }
-        Err(e) => ("failed", format!("the test request failed: {}", tools::redact(&e, &creds)), json!({"url": target.as_str(), "status_code": null, "ok": false})),
-    };
+    let (status, message, request) =
+        match tools::send(&ctx.app, method, target.as_str(), HeaderMap::new(), None, &creds).await {
+            Ok((f, _)) => {
+                let ok = (200..300).contains(&f.status);
+                let excerpt: String = tools::redact(&f.text(), &creds).chars().take(500).collect();
+                (
+                    if ok { "ok" } else { "failed" },
+                    if ok {
+                        format!("the test request was answered {}", f.status)
+                    } else {
+                        format!(
+                            "the test request was answered {}: the credential may be wrong or lack access",
+                            f.status
+                        )
+                    },
+                    json!({"url": target.as_str(), "status_code": f.status, "ok": ok, "body_excerpt": excerpt}),
+                )
+            }
+            Err(e) => (
+                "failed",
+                format!("the test request failed: {}", tools::redact(&e, &creds)),
+                json!({"url": target.as_str(), "status_code": null, "ok": false}),
+            ),
+        };
     Ok(Reply::ok(json!({"status": status, "message": message, "credential": shown, "request": request}))
         .summary(format!("tested credential '{name}'")))
 }

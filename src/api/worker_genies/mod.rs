@@ -73,26 +73,32 @@ fn validate(i: GenieInput, allow_seconds: bool) -> ApiResult<GenieFields> {
     }
     let timezone = i.timezone.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).unwrap_or_else(|| "UTC".into());
     if timezone.parse::<chrono_tz::Tz>().is_err() {
-        return Err(ApiError::validation(format!("data.timezone '{timezone}' is not an IANA time zone (e.g. 'Europe/Berlin')")));
+        return Err(ApiError::validation(format!(
+            "data.timezone '{timezone}' is not an IANA time zone (e.g. 'Europe/Berlin')"
+        )));
     }
     let (mut schedule, mut event_type) = (None, None);
     match i.trigger_type.as_str() {
         "manual" => {}
         "schedule" => {
             let s = i.schedule.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
-            let s = s.ok_or_else(|| ApiError::validation("data.schedule is required when trigger_type is 'schedule'"))?;
+            let s =
+                s.ok_or_else(|| ApiError::validation("data.schedule is required when trigger_type is 'schedule'"))?;
             scheduler::to_cron(&s, allow_seconds).map_err(|e| ApiError::validation(format!("data.schedule {e}")))?;
             schedule = Some(s);
         }
         "event" => {
             let e = i.event_type.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
-            let e = e.ok_or_else(|| ApiError::validation("data.event_type is required when trigger_type is 'event'"))?;
+            let e =
+                e.ok_or_else(|| ApiError::validation("data.event_type is required when trigger_type is 'event'"))?;
             if !EVENT_TYPES.contains(&e.as_str()) {
                 return Err(ApiError::validation(format!("data.event_type must be one of {}", EVENT_TYPES.join(", "))));
             }
             event_type = Some(e);
         }
-        _ => return Err(ApiError::validation("data.trigger_type must be 'manual', 'schedule' or 'event'")),
+        _ => {
+            return Err(ApiError::validation("data.trigger_type must be 'manual', 'schedule' or 'event'"));
+        }
     }
     let max_steps = i.max_steps.unwrap_or(10);
     if !(1..=50).contains(&max_steps) {
@@ -170,17 +176,22 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 })
                 .await?;
             scheduler::sync(&ctx.app, &g.id).await;
-            Ok(Reply::created(json!({"worker_genie": shown(&g)})).record(&g.id).summary(format!("created worker genie '{}'", g.name)))
+            Ok(Reply::created(json!({"worker_genie": shown(&g)}))
+                .record(&g.id)
+                .summary(format!("created worker genie '{}'", g.name)))
         }
         "update" => {
             let id = req.uuid()?;
-            let Value::Object(changes) = &req.data else { return Err(ApiError::validation("data must be an object")) };
+            let Value::Object(changes) = &req.data else {
+                return Err(ApiError::validation("data must be an object"));
+            };
             let changes = changes.clone();
             let allow = ctx.app.config.worker_allow_seconds_cron;
             let g = ctx
                 .db()
                 .write(move |c| {
-                    let cur = db::workers::get_genie(c, &uid, &id)?.ok_or_else(|| ApiError::not_found("worker genie"))?;
+                    let cur =
+                        db::workers::get_genie(c, &uid, &id)?.ok_or_else(|| ApiError::not_found("worker genie"))?;
                     let mut merged: Map<String, Value> = match json!(cur) {
                         Value::Object(m) => m,
                         _ => Map::new(),
@@ -196,11 +207,13 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                     }
                     let f = validate(super::parse_value(&Value::Object(merged), "data")?, allow)?;
                     check_refs(c, &uid, &f)?;
-                    Ok(db::workers::update_genie(c, &uid, &id, &f)?.ok_or_else(|| ApiError::not_found("worker genie"))?)
+                    db::workers::update_genie(c, &uid, &id, &f)?.ok_or_else(|| ApiError::not_found("worker genie"))
                 })
                 .await?;
             scheduler::sync(&ctx.app, &g.id).await;
-            Ok(Reply::ok(json!({"worker_genie": shown(&g)})).record(&g.id).summary(format!("updated worker genie '{}'", g.name)))
+            Ok(Reply::ok(json!({"worker_genie": shown(&g)}))
+                .record(&g.id)
+                .summary(format!("updated worker genie '{}'", g.name)))
         }
         "delete" => {
             let id = req.uuid()?;
@@ -230,7 +243,9 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 .await?;
             let input = json!({"data": req.data});
             let run = workers::enqueue(&ctx.app, g, "manual", input).await?;
-            Ok(Reply::accepted(json!({"run": run})).record(&run.id).summary(format!("queued a run of worker genie {id}")))
+            Ok(Reply::accepted(json!({"run": run}))
+                .record(&run.id)
+                .summary(format!("queued a run of worker genie {id}")))
         }
         "runs" => {
             #[derive(Deserialize)]
@@ -245,7 +260,9 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             if let Some(s) = &q.status
                 && !["queued", "running", "succeeded", "failed", "cancelled"].contains(&s.as_str())
             {
-                return Err(ApiError::validation("data.status must be queued, running, succeeded, failed or cancelled"));
+                return Err(ApiError::validation(
+                    "data.status must be queued, running, succeeded, failed or cancelled",
+                ));
             }
             let genie = match &req.id {
                 None | Some(Value::Null) => None,
@@ -272,9 +289,13 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 .write(move |c| {
                     let run = db::workers::get_run(c, &uid, &i2)?.ok_or_else(|| ApiError::not_found("worker run"))?;
                     if !matches!(run.status.as_str(), "queued" | "running") {
-                        return Err(ApiError::conflict(format!("the run is already {}; only queued or running runs can be cancelled", run.status)));
+                        return Err(ApiError::conflict(format!(
+                            "the run is already {}; only queued or running runs can be cancelled",
+                            run.status
+                        )));
                     }
-                    Ok(db::workers::finish_run(c, &i2, "cancelled", None, Some("cancelled by the owner"))?.unwrap_or(run))
+                    Ok(db::workers::finish_run(c, &i2, "cancelled", None, Some("cancelled by the owner"))?
+                        .unwrap_or(run))
                 })
                 .await?;
             ctx.app.workers.abort(&id);

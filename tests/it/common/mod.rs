@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod fakes;
+
 use genied::Config;
 use genied::app::AppState;
 use genied::auth::sessions;

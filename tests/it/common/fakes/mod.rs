@@ -1,0 +1,2 @@
+pub mod http_api;
+pub mod openai;
