@@ -55,6 +55,7 @@ impl Workers {
         if let Some(h) = self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(run_id) {
             h.abort();
         }
+        self.notify.notify_one();
     }
 }
 
@@ -88,8 +89,15 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
         tracing::error!(error = %e, "worker genie scheduler did not start; scheduled worker genies will not run");
     }
     let poll = Duration::from_millis(app.config.job_poll_ms.clamp(10, 1000));
+    let mut last_resync = std::time::Instant::now();
     loop {
         claim_and_spawn(&app).await;
+        // The scheduler fixes a time zone's UTC offset when a job is registered; registering
+        // every schedule again each hour follows daylight-saving changes.
+        if last_resync.elapsed() >= Duration::from_secs(3600) {
+            last_resync = std::time::Instant::now();
+            scheduler::resync_all(&app).await;
+        }
         tokio::select! {
             _ = app.workers.notify.notified() => {}
             _ = tokio::time::sleep(poll) => {}

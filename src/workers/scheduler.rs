@@ -41,15 +41,20 @@ pub async fn start(app: &AppState) -> anyhow::Result<()> {
     let sched = JobScheduler::new().await?;
     sched.start().await?;
     *app.workers.scheduler.lock().await = Some(Scheduler { sched, jobs: HashMap::new() });
-    let genies = app
-        .db
-        .read(|c| Ok(db::workers::active_by_trigger(c, "schedule")?))
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    for g in genies {
-        sync(app, &g.id).await;
-    }
+    resync_all(app).await;
     Ok(())
+}
+
+/// Registers every schedule again (see `workers::run`: daylight-saving changes).
+pub async fn resync_all(app: &AppState) {
+    match app.db.read(|c| Ok(db::workers::active_by_trigger(c, "schedule")?)).await {
+        Ok(genies) => {
+            for g in genies {
+                sync(app, &g.id).await;
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "reloading worker genie schedules"),
+    }
 }
 
 pub async fn stop(app: &AppState) {

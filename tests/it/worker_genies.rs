@@ -517,6 +517,10 @@ async fn schedule_fires_and_enqueues_runs() {
     assert_eq!(runs[0]["input"]["schedule"], "* * * * * *");
     // Deactivated: the job is removed; runs already queued finish, no new ones appear.
     app.call(&a.token, R, "update", Some(json!(gid)), json!({"is_active": false})).await.ok(200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let settled = runs_of(&app, &a, &gid).await.len();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(runs_of(&app, &a, &gid).await.len(), settled, "an inactive schedule must not fire");
     // A restarted service registers schedules again.
     app.call(&a.token, R, "update", Some(json!(gid)), json!({"is_active": true})).await.ok(200);
     let app = app.restart().await;
@@ -679,5 +683,20 @@ async fn master_key_rotation_keeps_every_credential_readable() {
     let app = app.restart().await;
     assert!(!key_path.with_file_name("master.key.new").exists());
     assert_eq!(std::fs::read_to_string(&key_path).unwrap(), new);
+    readable(&app, &a, &api.base).await;
+
+    // The operator command, on the stopped data directory.
+    let mut app = app;
+    app.shutdown().await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_genied"))
+        .args(["admin", "rotate-master-key", "--json", "--data-dir"])
+        .arg(app.dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["credentials_reencrypted"], 2);
+    assert_ne!(std::fs::read_to_string(&key_path).unwrap(), new);
+    let app = app.restart().await;
     readable(&app, &a, &api.base).await;
 }
