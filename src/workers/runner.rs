@@ -113,7 +113,16 @@ async fn agent_loop(app: &AppState, run: &Run, p: &mut Progress) -> Result<Strin
         p.usage.prompt_tokens += resp.usage.prompt_tokens;
         p.usage.completion_tokens += resp.usage.completion_tokens;
         p.usage.total_tokens += resp.usage.total_tokens;
-        let calls = resp.message.tool_calls.clone().unwrap_or_default();
+        let mut message = resp.message.clone();
+        // Servers that omit tool call ids get generated ones, so results can be matched.
+        if let Some(calls) = message.tool_calls.as_mut() {
+            for (k, c) in calls.iter_mut().enumerate() {
+                if c.id.is_empty() {
+                    c.id = format!("call_{turn}_{k}");
+                }
+            }
+        }
+        let calls = message.tool_calls.clone().unwrap_or_default();
         p.steps.push(json!({
             "type": "llm",
             "turn": turn,
@@ -129,7 +138,7 @@ async fn agent_loop(app: &AppState, run: &Run, p: &mut Progress) -> Result<Strin
             save(app, &run.id, p).await;
             return Ok(resp.message.content.unwrap_or_default());
         }
-        let mut assistant = resp.message.clone();
+        let mut assistant = message;
         assistant.role = "assistant".into();
         messages.push(assistant);
         for call in calls {
