@@ -81,6 +81,14 @@ fn new_key() -> [u8; 32] {
 pub fn apply_master_key(config: &Config, db: &Db, mut secrets: Secrets) -> anyhow::Result<Secrets> {
     let path = key_path(config);
     if !path.exists() {
+        let stored = db.read_blocking(|c| Ok(db::workers::all_sealed(c)?.len())).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if stored > 0 {
+            anyhow::bail!(
+                "the master key file {} does not exist, but the database holds {stored} credentials encrypted with a key; \
+                 restore the key file (or point --master-key-file at it) instead of starting with a new key",
+                path.display()
+            );
+        }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -88,6 +96,19 @@ pub fn apply_master_key(config: &Config, db: &Db, mut secrets: Secrets) -> anyho
     }
     finish_pending_rotation(&path, db)?;
     secrets.master_key = read_key(&path)?;
+    // A wrong key would make every stored credential unreadable and encrypt new ones with a
+    // key the old ones do not share: refuse to start instead.
+    let first =
+        db.read_blocking(|c| Ok(db::workers::all_sealed(c)?.into_iter().next())).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(s) = first
+        && open_sealed(&secrets.master_key, &s).is_none()
+    {
+        anyhow::bail!(
+            "the master key in {} does not open the stored credentials; put the original key file back \
+             (it may have been replaced by a new one if it was missing)",
+            path.display()
+        );
+    }
     Ok(secrets)
 }
 

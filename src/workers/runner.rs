@@ -143,8 +143,9 @@ async fn agent_loop(app: &AppState, run: &Run, p: &mut Progress) -> Result<Strin
         messages.push(assistant);
         for call in calls {
             let started = std::time::Instant::now();
-            let args: Result<Value, String> = serde_json::from_str(&call.function.arguments)
-                .map_err(|e| format!("arguments are not valid JSON: {e}"));
+            let raw = if call.function.arguments.trim().is_empty() { "{}" } else { call.function.arguments.as_str() };
+            let args: Result<Value, String> =
+                serde_json::from_str(raw).map_err(|e| format!("arguments are not valid JSON: {e}"));
             let result = match &args {
                 Ok(a) => tools::call(&ctx, &call.function.name, a).await,
                 Err(e) => Err(e.clone()),

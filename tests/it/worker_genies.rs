@@ -697,6 +697,23 @@ async fn master_key_rotation_keeps_every_credential_readable() {
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed["credentials_reencrypted"], 2);
     assert_ne!(std::fs::read_to_string(&key_path).unwrap(), new);
+    let mut app = app.restart().await;
+    readable(&app, &a, &api.base).await;
+
+    // Started with a key that does not open the credentials (e.g. a lost key file replaced by
+    // a new one), the service refuses to start instead of mixing keys.
+    app.shutdown().await;
+    let good = std::fs::read_to_string(&key_path).unwrap();
+    std::fs::write(&key_path, hex::encode([9u8; 32])).unwrap();
+    let err = genied::build_app(app.state.config.clone()).err().expect("must refuse");
+    assert!(err.to_string().contains("does not open the stored credentials"), "{err}");
+    let other = app.dir.path().join("elsewhere.key");
+    let mut config = app.state.config.clone();
+    config.master_key_file = Some(other.clone());
+    let err = genied::build_app(config).err().expect("must refuse");
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    assert!(!other.exists());
+    std::fs::write(&key_path, good).unwrap();
     let app = app.restart().await;
     readable(&app, &a, &api.base).await;
 }
