@@ -179,6 +179,14 @@ async fn listen_events(
             },
             _ = stop.changed() => return,
         };
+        // Runs started by a run event do not start more runs with their own run events, so two
+        // genies listening to each other cannot loop.
+        if event.kind.starts_with("worker_run.")
+            && event.data["trigger"] == "event"
+            && event.data["input"]["event"]["type"].as_str().is_some_and(|t| t.starts_with("worker_run."))
+        {
+            continue;
+        }
         let (uid, kind) = (event.user_id.clone(), event.kind.clone());
         let genies = match app.db.read(move |c| Ok(db::workers::event_genies(c, &uid, &kind)?)).await {
             Ok(g) => g,

@@ -554,6 +554,38 @@ async fn event_trigger_fires_on_lead_created_for_the_owner_only() {
 }
 
 #[tokio::test]
+async fn run_events_trigger_one_hop_and_never_loop() {
+    let app = TestApp::spawn().await;
+    let a = app.standard().await;
+    let src = create(&app, &a, basic("source")).await;
+    let sid = src["id"].as_str().unwrap().to_string();
+    let mut watchers = Vec::new();
+    for n in ["w1", "w2"] {
+        let w = create(
+            &app,
+            &a,
+            json!({"name": n, "soul_prompt": "x", "trigger_type": "event", "event_type": "worker_run.failed"}),
+        )
+        .await;
+        watchers.push(w["id"].as_str().unwrap().to_string());
+    }
+    // The source run fails (no LLM); each watcher runs once for it, and their own failures
+    // trigger nothing more (neither themselves nor each other).
+    let run = start_run(&app, &a, &sid, json!({})).await;
+    wait_run(&app, &a, &sid, &run).await;
+    for w in &watchers {
+        let runs = wait_runs(&app, &a, w, 1).await;
+        wait_run(&app, &a, w, runs[0]["id"].as_str().unwrap()).await;
+        assert_eq!(runs[0]["input"]["event"]["data"]["worker_genie_id"], json!(sid));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for w in &watchers {
+        assert_eq!(runs_of(&app, &a, w).await.len(), 1);
+    }
+    assert_eq!(app.count("worker_runs").await, 3);
+}
+
+#[tokio::test]
 async fn running_runs_of_a_crashed_process_are_failed_at_start() {
     let app = TestApp::spawn().await;
     let a = app.standard().await;
