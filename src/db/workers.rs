@@ -260,6 +260,15 @@ pub fn list_runs(
     Ok((items, total))
 }
 
+/// Whether the genie has a run waiting in the queue (a schedule then skips a firing).
+pub fn has_queued_run(c: &Connection, genie_id: &str) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM worker_runs WHERE worker_genie_id = ?1 AND status = 'queued')",
+        [genie_id],
+        |r| r.get(0),
+    )
+}
+
 /// Claims the oldest queued run: it becomes `running` with `started_at` set.
 pub fn claim_run(c: &Connection) -> rusqlite::Result<Option<Run>> {
     let id: Option<String> = c

@@ -118,8 +118,14 @@ pub async fn sync(app: &AppState, id: &str) {
 
 async fn fire(app: &AppState, id: &str) {
     let gid = id.to_string();
-    let genie = match app.db.read(move |c| Ok(db::workers::get_genie_any(c, &gid)?)).await {
-        Ok(Some(g)) if g.is_active && g.trigger_type == "schedule" => g,
+    let found =
+        app.db.read(move |c| Ok((db::workers::get_genie_any(c, &gid)?, db::workers::has_queued_run(c, &gid)?))).await;
+    let genie = match found {
+        Ok((Some(g), false)) if g.is_active && g.trigger_type == "schedule" => g,
+        Ok((Some(g), true)) => {
+            tracing::info!(genie = %g.id, "schedule fired while a run of the genie is still queued; skipped");
+            return;
+        }
         _ => return,
     };
     let input = json!({"scheduled_at": db::now(), "schedule": genie.schedule, "timezone": genie.timezone});
