@@ -35,6 +35,8 @@ pub struct AppInner {
     pub net: Guarded,
     /// The configured OpenAI-compatible endpoint, if any.
     pub llm: Option<Llm>,
+    /// Worker genies: run executor, triggers, credential key.
+    pub workers: crate::workers::Workers,
 }
 
 pub type AppState = Arc<AppInner>;
@@ -60,6 +62,8 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
     let secrets = Secrets::load_or_create(&config.secrets_dir())?;
     let db = Db::open(&config.db_path())
         .with_context(|| format!("opening {}", config.db_path().display()))?;
+    let secrets = crate::workers::credentials::apply_master_key(&config, &db, secrets)?;
+    crate::workers::recover(&db)?;
     let recovered = db
         .write_blocking(|c| Ok(jobs::recover(c)?))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -75,6 +79,7 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
         voice,
         net: Guarded::new(config.allow_private_outbound),
         llm: Llm::from_config(&config),
+        workers: crate::workers::Workers::new(&config, &secrets),
         config,
         db,
         secrets,
@@ -101,6 +106,7 @@ pub async fn serve(
         app.state.clone(),
         stop_rx.clone(),
     ));
+    let workers = tokio::spawn(crate::workers::run(app.state.clone(), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     tracing::info!(addr = %listener.local_addr()?, "listening");
     axum::serve(
@@ -112,6 +118,7 @@ pub async fn serve(
     .await?;
     let _ = stop_tx.send(true);
     let _ = tokio::join!(worker, fan_out, housekeeping);
+    let _ = workers.await;
     Ok(())
 }
 

@@ -127,6 +127,15 @@ pub enum AdminCmd {
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
+    /// Generate a new credential master key, re-encrypt every stored credential with it in one
+    /// transaction, then replace the key file atomically (crash-safe; see docs/api.md).
+    RotateMasterKey {
+        /// The key file `serve` uses (default `<data-dir>/secrets/master.key`).
+        #[arg(long, env = "GENIED_MASTER_KEY_FILE")]
+        master_key_file: Option<PathBuf>,
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
+    },
     /// Copy the database to FILE with SQLite's online backup (safe while `serve` runs).
     Backup {
         #[arg(long, env = "GENIED_OUT")]
@@ -330,6 +339,28 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
                 bail!("problems found: {}", report["problems"]);
             }
             Ok(())
+        }
+        AdminCmd::RotateMasterKey {
+            master_key_file,
+            json,
+        } => {
+            let path =
+                master_key_file.unwrap_or_else(|| data_dir.join("secrets").join("master.key"));
+            if !path.exists() {
+                bail!(
+                    "{} does not exist; start the service once to create it",
+                    path.display()
+                );
+            }
+            let n = crate::workers::credentials::rotate_master_key(&db, &path)?;
+            if json {
+                print(&json!({"key_file": path, "credentials_reencrypted": n}).to_string())
+            } else {
+                print(&format!(
+                    "rotated the master key in {}; re-encrypted {n} credentials",
+                    path.display()
+                ))
+            }
         }
         AdminCmd::Backup { out, json } => {
             if out.exists() {

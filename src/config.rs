@@ -157,6 +157,27 @@ pub struct Config {
         default_value = "+15555550100-+15555550199"
     )]
     pub phone_pool: String,
+    /// File holding the credential master key (64 hex digits); default
+    /// `<data-dir>/secrets/master.key`. Created with a new key when missing.
+    #[arg(long, env = "GENIED_MASTER_KEY_FILE")]
+    pub master_key_file: Option<PathBuf>,
+
+    /// Worker genie runs executed at the same time; further runs wait in the queue.
+    #[arg(long, env = "GENIED_WORKER_CONCURRENCY", default_value_t = 4)]
+    pub worker_concurrency: usize,
+
+    /// Seconds one worker genie run may take before it is failed.
+    #[arg(long, env = "GENIED_WORKER_RUN_TIMEOUT_SECONDS", default_value_t = 300)]
+    pub worker_run_timeout_seconds: u64,
+
+    /// Also accept 6-field cron schedules whose first field is seconds (for tests; normal
+    /// schedules have 5 fields).
+    #[arg(
+        long,
+        env = "GENIED_WORKER_ALLOW_SECONDS_CRON",
+        default_value_t = false
+    )]
+    pub worker_allow_seconds_cron: bool,
 }
 
 impl Config {

@@ -7,7 +7,6 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
-pub mod crypto;
 pub mod db;
 pub mod error;
 pub mod events;
@@ -19,6 +18,7 @@ pub mod net;
 pub mod secrets;
 pub mod voice;
 pub mod webhooks;
+pub mod workers;
 
 pub use app::{App, AppState, build_app, serve};
 pub use config::Config;

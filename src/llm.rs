@@ -42,6 +42,8 @@ impl Message {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolCall {
+    /// Some local servers omit it; the caller then assigns one.
+    #[serde(default)]
     pub id: String,
     #[serde(rename = "type", default = "function_type")]
     pub kind: String,
@@ -55,8 +57,17 @@ fn function_type() -> String {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FunctionCall {
     pub name: String,
-    /// JSON text, as the API sends it.
+    /// JSON text, as the API sends it (servers that send a JSON object are accepted too).
+    #[serde(default, deserialize_with = "json_text")]
     pub arguments: String,
+}
+
+fn json_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => s,
+        Value::Null => "{}".to_string(),
+        other => other.to_string(),
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -159,5 +170,25 @@ impl Llm {
             finish_reason: choice.finish_reason,
             usage: raw.usage.unwrap_or_default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_tool_calls_without_ids_and_with_object_arguments() {
+        let raw: RawResponse = serde_json::from_value(serde_json::json!({
+            "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+                {"function": {"name": "memory_read", "arguments": {"key": "k"}}},
+                {"id": "c2", "type": "function", "function": {"name": "memory_read", "arguments": "{\"key\":\"j\"}"}}
+            ]}}]
+        }))
+        .unwrap();
+        let calls = raw.choices[0].message.tool_calls.clone().unwrap();
+        assert_eq!(calls[0].id, "");
+        assert_eq!(calls[0].function.arguments, r#"{"key":"k"}"#);
+        assert_eq!(calls[1].function.arguments, r#"{"key":"j"}"#);
     }
 }

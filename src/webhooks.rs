@@ -18,7 +18,8 @@ use crate::app::AppState;
 use crate::db::{self, webhooks::Attempt};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
-use crate::{crypto, jobs, net};
+use crate::workers::credentials;
+use crate::{jobs, net};
 
 pub const DELIVER_JOB: &str = "webhook.deliver";
 
@@ -75,6 +76,19 @@ pub fn new_secret() -> String {
         "whsec_{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
     )
+}
+
+/// Seals a signing secret for webhook `id` with the live master key; inside the writer's
+/// transaction, like credentials, so a concurrent key rotation cannot miss it.
+pub fn seal_secret(
+    app: &AppState,
+    c: &rusqlite::Connection,
+    id: &str,
+    secret: &str,
+) -> ApiResult<Vec<u8>> {
+    let key = credentials::key_for_write(app, c).map_err(ApiError::internal)?;
+    let (nonce, ct) = credentials::seal(&key, id, secret.as_bytes());
+    Ok(db::webhooks::join_sealed(&nonce, &ct))
 }
 
 pub fn secret_prefix(secret: &str) -> String {
@@ -178,7 +192,8 @@ pub async fn attempt(app: &AppState, delivery_id: &str) -> ApiResult<AttemptResu
         .read(move |c| Ok(db::webhooks::target(c, &id)?))
         .await?
         .ok_or_else(|| ApiError::not_found("webhook delivery"))?;
-    let secret = crypto::open(&app.secrets.master_key, &target.webhook_id, &target.sealed)
+    let (nonce, ct) = target.sealed.split_at(target.sealed.len().min(12));
+    let secret = credentials::open_live(app, &target.webhook_id, nonce, ct)
         .and_then(|s| String::from_utf8(s).ok())
         .ok_or_else(|| ApiError::internal("webhook secret does not open with the master key"))?;
     let t = chrono::Utc::now().timestamp();

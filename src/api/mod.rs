@@ -16,6 +16,7 @@ pub mod teams;
 pub mod voice_collections;
 pub mod voices;
 pub mod webhooks;
+pub mod worker_genies;
 
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
@@ -252,6 +253,7 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "document-folders" => document_folders::handle(ctx, &req).await?,
         "genies" => genies::handle(ctx, &req).await?,
         "genie-groups" => genie_groups::handle(ctx, &req).await?,
+        "worker-genies" => worker_genies::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

@@ -7,7 +7,7 @@ use super::{ActionRequest, Ctx, Reply, page};
 use crate::db::{self, webhooks::Patch};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
-use crate::{crypto, webhooks};
+use crate::webhooks;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,12 +94,13 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             check_description(body.description.as_deref())?;
             let id = db::new_id();
             let secret = webhooks::new_secret();
-            let sealed = crypto::seal(&ctx.app.secrets.master_key, &id, secret.as_bytes());
+            let secret_for_db = secret.clone();
             let prefix = webhooks::secret_prefix(&secret);
-            let id2 = id.clone();
+            let (id2, app) = (id.clone(), ctx.app.clone());
             let hook = ctx
                 .db()
                 .write(move |c| {
+                    let sealed = webhooks::seal_secret(&app, c, &id2, &secret_for_db)?;
                     db::webhooks::insert(
                         c,
                         &db::webhooks::NewWebhook {
@@ -161,13 +162,14 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         "rotate-secret" => {
             let id = req.uuid()?;
             let secret = webhooks::new_secret();
-            let sealed = crypto::seal(&ctx.app.secrets.master_key, &id, secret.as_bytes());
+            let (plain, app) = (secret.clone(), ctx.app.clone());
             let prefix = webhooks::secret_prefix(&secret);
             let hook = ctx
                 .db()
                 .write(move |c| {
                     db::webhooks::get(c, &uid, &id)?
                         .ok_or_else(|| ApiError::not_found("webhook"))?;
+                    let sealed = webhooks::seal_secret(&app, c, &id, &plain)?;
                     db::webhooks::set_secret(c, &id, &sealed, &prefix)?;
                     Ok(db::webhooks::get(c, &uid, &id)?.expect("row exists"))
                 })

@@ -18,6 +18,8 @@ pub mod users;
 pub mod voice_collections;
 pub mod voices;
 pub mod webhooks;
+pub mod workers;
+pub mod workers_query;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -110,6 +110,33 @@ pub fn update(c: &Connection, user_id: &str, id: &str, p: &Patch) -> rusqlite::R
     Ok(true)
 }
 
+/// A sealed signing secret: (webhook id, nonce, ciphertext).
+pub type SealedSecret = (String, Vec<u8>, Vec<u8>);
+
+/// Every sealed secret, for master-key probes and rotation.
+pub fn all_sealed(c: &Connection) -> rusqlite::Result<Vec<SealedSecret>> {
+    let mut st = c.prepare("SELECT id, secret_sealed FROM webhooks ORDER BY id")?;
+    st.query_map([], |r| {
+        let sealed: Vec<u8> = r.get(1)?;
+        let (nonce, ct) = sealed.split_at(sealed.len().min(12));
+        Ok((r.get(0)?, nonce.to_vec(), ct.to_vec()))
+    })?
+    .collect()
+}
+
+/// The stored form of a sealed secret: the 12-byte nonce followed by the ciphertext.
+pub fn join_sealed(nonce: &[u8], ct: &[u8]) -> Vec<u8> {
+    [nonce, ct].concat()
+}
+
+pub fn set_sealed(c: &Connection, id: &str, nonce: &[u8], ct: &[u8]) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE webhooks SET secret_sealed = ?2 WHERE id = ?1",
+        params![id, join_sealed(nonce, ct)],
+    )?;
+    Ok(())
+}
+
 pub fn set_secret(c: &Connection, id: &str, sealed: &[u8], prefix: &str) -> rusqlite::Result<()> {
     c.execute(
         "UPDATE webhooks SET secret_sealed = ?2, secret_prefix = ?3, updated_at = ?4 WHERE id = ?1",

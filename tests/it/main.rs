@@ -25,3 +25,4 @@ mod voice_collections;
 mod voice_elevenlabs;
 mod voices;
 mod webhooks;
+mod worker_genies;

@@ -17,8 +17,16 @@ async fn discovery_filters_get_usage_and_favorites() {
     let d = all.ok(200).clone();
     assert!(d["total"].as_u64().unwrap() >= 20);
     // The provider's voices and the shipped catalog are both listed.
-    let sources: Vec<&str> = d["voices"].as_array().unwrap().iter().filter_map(|v| v["source"].as_str()).collect();
-    assert!(sources.contains(&"catalog") && sources.contains(&"provider"), "{sources:?}");
+    let sources: Vec<&str> = d["voices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["source"].as_str())
+        .collect();
+    assert!(
+        sources.contains(&"catalog") && sources.contains(&"provider"),
+        "{sources:?}"
+    );
 
     let r = app
         .call(

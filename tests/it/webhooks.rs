@@ -631,3 +631,29 @@ async fn private_addresses_are_refused_unless_configured() {
     );
     assert!(rx.hits().is_empty());
 }
+
+#[tokio::test]
+async fn signing_secrets_survive_master_key_rotation() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let rx = Receiver::start(&[], Behaviour::Status(200)).await;
+    let (hook, secret) = create_hook(&app, &u, &rx.url, json!(["*"])).await;
+    let key_file = app.dir.path().join("secrets/master.key");
+    let before = std::fs::read_to_string(&key_file).unwrap();
+    let n = genied::workers::credentials::rotate_master_key(&app.state.db, &key_file).unwrap();
+    assert_eq!(n, 1, "the webhook secret is re-encrypted with the new key");
+    assert_ne!(std::fs::read_to_string(&key_file).unwrap(), before);
+    // The running service picks up the new key and still signs with the same secret.
+    let r = app
+        .call(&u.token, "webhooks", "test", Some(json!(hook)), json!({}))
+        .await;
+    assert_eq!(r.ok(200)["result"]["succeeded"], json!(true));
+    assert!(verify(&rx.wait_for(1).await[0], &secret));
+    // And after a restart.
+    let app = app.restart().await;
+    let r = app
+        .call(&u.token, "webhooks", "test", Some(json!(hook)), json!({}))
+        .await;
+    assert_eq!(r.ok(200)["result"]["succeeded"], json!(true));
+    assert!(verify(&rx.wait_for(2).await[1], &secret));
+}

@@ -2,5 +2,7 @@
 //! receives and records it so tests can assert.
 
 pub mod elevenlabs;
+pub mod http_api;
+pub mod openai;
 pub mod transcripts;
 pub mod website;

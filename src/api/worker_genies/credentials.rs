@@ -1,0 +1,330 @@
+//! Credential actions of `worker-genies`: store (encrypted), list (never a secret), delete,
+//! and test (a stored credential by name or a new value, optionally with a test request).
+
+use reqwest::Method;
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::super::{ActionRequest, Ctx, Reply};
+use crate::db::{self, workers::Credential, workers::NewCredential};
+use crate::error::{ApiError, ApiResult};
+use crate::workers::credentials as cipher;
+use crate::workers::tools::{self, Opened};
+
+const TYPES: &[&str] = &["bearer_token", "api_key", "basic_auth"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreInput {
+    name: String,
+    credential_type: String,
+    value: String,
+    #[serde(default)]
+    url_prefix: Option<String>,
+    #[serde(default)]
+    header_name: Option<String>,
+}
+
+struct Checked {
+    name: String,
+    credential_type: String,
+    value: String,
+    url_prefix: Option<String>,
+    header_name: Option<String>,
+}
+
+fn check(i: StoreInput, app: &crate::app::AppState) -> ApiResult<Checked> {
+    let name = i.name.trim().to_string();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(ApiError::validation(
+            "data.name is required and must be at most 100 characters",
+        ));
+    }
+    if !TYPES.contains(&i.credential_type.as_str()) {
+        return Err(ApiError::validation(
+            "data.credential_type must be 'bearer_token', 'api_key' or 'basic_auth'",
+        ));
+    }
+    if i.value.is_empty() || i.value.len() > 8192 {
+        return Err(ApiError::validation(
+            "data.value is required and must be at most 8192 bytes",
+        ));
+    }
+    if i.value.chars().any(|c| c.is_control()) {
+        return Err(ApiError::validation(
+            "data.value must not contain control characters (it is sent in an HTTP header)",
+        ));
+    }
+    if i.credential_type == "basic_auth" && !i.value.contains(':') {
+        return Err(ApiError::validation(
+            "data.value of a basic_auth credential must be 'username:password'",
+        ));
+    }
+    let url_prefix = match i
+        .url_prefix
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+    {
+        None => None,
+        Some(p) => Some(
+            app.net
+                .check(&p)
+                .map_err(|e| ApiError::validation(format!("data.url_prefix: {e}")))?
+                .as_str()
+                .to_string(),
+        ),
+    };
+    let header_name = i
+        .header_name
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty());
+    if let Some(h) = &header_name {
+        if i.credential_type != "api_key" {
+            return Err(ApiError::validation(
+                "data.header_name applies to api_key credentials only",
+            ));
+        }
+        if reqwest::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+            return Err(ApiError::validation(
+                "data.header_name is not a valid HTTP header name",
+            ));
+        }
+    }
+    Ok(Checked {
+        name,
+        credential_type: i.credential_type,
+        value: i.value,
+        url_prefix,
+        header_name,
+    })
+}
+
+pub async fn store(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let c = check(req.data()?, &ctx.app)?;
+    let (uid, app) = (ctx.user_id().to_string(), ctx.app.clone());
+    let cred: Credential = ctx
+        .db()
+        .write(move |tx| {
+            if db::workers::credential_by_name(tx, &uid, &c.name)?.is_some() {
+                return Err(ApiError::conflict(format!(
+                    "a credential named '{}' already exists; delete it first",
+                    c.name
+                )));
+            }
+            let key = cipher::key_for_write(&app, tx).map_err(ApiError::internal)?;
+            let id = db::new_id();
+            let (nonce, ct) = cipher::seal(&key, &id, c.value.as_bytes());
+            Ok(db::workers::insert_credential(
+                tx,
+                &NewCredential {
+                    id: &id,
+                    user_id: &uid,
+                    name: &c.name,
+                    credential_type: &c.credential_type,
+                    url_prefix: c.url_prefix.as_deref(),
+                    header_name: c.header_name.as_deref(),
+                    nonce: &nonce,
+                    ciphertext: &ct,
+                },
+            )?)
+        })
+        .await?;
+    Ok(Reply::created(json!({"credential": cred}))
+        .record(&cred.id)
+        .summary(format!("stored credential '{}'", cred.name)))
+}
+
+pub async fn list(ctx: &Ctx) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    let items = ctx
+        .db()
+        .read(move |c| Ok(db::workers::list_credentials(c, &uid)?))
+        .await?;
+    Ok(Reply::ok(json!({"items": items, "count": items.len()})))
+}
+
+pub async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let id = req.uuid()?;
+    let (uid, i2) = (ctx.user_id().to_string(), id.clone());
+    let name = ctx
+        .db()
+        .write(move |c| {
+            let s = db::workers::credential_by_id(c, &uid, &i2)?.ok_or_else(|| ApiError::not_found("credential"))?;
+            let users = db::workers::genies_referencing(c, &uid, &s.meta.name)?;
+            if !users.is_empty() {
+                return Err(ApiError::conflict(format!(
+                    "credential '{}' is used by worker genies {}; remove it from their credential_refs first",
+                    s.meta.name,
+                    users.join(", ")
+                )));
+            }
+            db::workers::delete_credential(c, &uid, &i2)?;
+            Ok(s.meta.name)
+        })
+        .await?;
+    Ok(Reply::deleted(&id).summary(format!("deleted credential '{name}'")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestInput {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    credential_type: Option<String>,
+    #[serde(default)]
+    value: Option<String>,
+    #[serde(default)]
+    url_prefix: Option<String>,
+    #[serde(default)]
+    header_name: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+pub async fn test(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let t: TestInput = req.data()?;
+    let uid = ctx.user_id().to_string();
+    let (opened, source) = match (&t.value, &t.name) {
+        (Some(value), _) => {
+            let c = check(
+                StoreInput {
+                    name: t.name.clone().unwrap_or_else(|| "unsaved".into()),
+                    credential_type: t.credential_type.clone().ok_or_else(|| {
+                        ApiError::validation("data.credential_type is required with data.value")
+                    })?,
+                    value: value.clone(),
+                    url_prefix: t.url_prefix.clone(),
+                    header_name: t.header_name.clone(),
+                },
+                &ctx.app,
+            )?;
+            let meta = Credential {
+                id: String::new(),
+                name: c.name,
+                credential_type: c.credential_type,
+                url_prefix: c.url_prefix,
+                header_name: c.header_name,
+                created_at: String::new(),
+                updated_at: String::new(),
+            };
+            (
+                Opened {
+                    meta,
+                    secret: c.value,
+                },
+                "new",
+            )
+        }
+        (None, Some(name)) => {
+            let n = name.trim().to_string();
+            let sealed = ctx
+                .db()
+                .read(move |c| Ok(db::workers::credential_by_name(c, &uid, &n)?))
+                .await?
+                .ok_or_else(|| ApiError::not_found("credential"))?;
+            let secret = cipher::reveal(&ctx.app, &sealed).ok_or_else(|| {
+                ApiError::internal(format!(
+                    "credential {} does not open with the master key",
+                    sealed.meta.id
+                ))
+            })?;
+            (
+                Opened {
+                    meta: sealed.meta,
+                    secret,
+                },
+                "stored",
+            )
+        }
+        (None, None) => {
+            return Err(ApiError::validation(
+                "data.name (a stored credential) or data.value (a new one) is required",
+            ));
+        }
+    };
+    let shown = json!({
+        "id": if opened.meta.id.is_empty() { serde_json::Value::Null } else { json!(opened.meta.id) },
+        "name": opened.meta.name,
+        "credential_type": opened.meta.credential_type,
+        "url_prefix": opened.meta.url_prefix,
+        "source": source,
+    });
+    let Some(url) = t.url.as_deref().map(str::trim).filter(|u| !u.is_empty()) else {
+        return Ok(Reply::ok(json!({
+            "status": "ok",
+            "message": if source == "stored" { "the credential decrypts; no test request was made (give data.url to make one)" } else { "the credential is well-formed; no test request was made (give data.url to make one)" },
+            "credential": shown,
+            "request": null,
+        }))
+        .summary(format!("tested credential '{}'", opened.meta.name)));
+    };
+    let target = ctx
+        .app
+        .net
+        .check(url)
+        .map_err(|e| ApiError::validation(format!("data.url: {e}")))?;
+    if !tools::matches(&opened.meta, target.as_str()) {
+        return Err(ApiError::validation(format!(
+            "data.url does not start with the credential's url_prefix ({}), so the credential would not be sent",
+            opened.meta.url_prefix.as_deref().unwrap_or("")
+        )));
+    }
+    let method = match t
+        .method
+        .as_deref()
+        .unwrap_or("GET")
+        .to_ascii_uppercase()
+        .as_str()
+    {
+        "GET" => Method::GET,
+        "HEAD" => Method::HEAD,
+        "POST" => Method::POST,
+        _ => {
+            return Err(ApiError::validation(
+                "data.method must be GET, HEAD or POST",
+            ));
+        }
+    };
+    let name = opened.meta.name.clone();
+    let creds = [opened];
+    let (status, message, request) = match tools::send(
+        &ctx.app,
+        method,
+        target.as_str(),
+        HeaderMap::new(),
+        None,
+        &creds,
+    )
+    .await
+    {
+        Ok((f, _)) => {
+            let ok = (200..300).contains(&f.status);
+            let excerpt: String = tools::redact(&f.text(), &creds).chars().take(500).collect();
+            (
+                if ok { "ok" } else { "failed" },
+                if ok {
+                    format!("the test request was answered {}", f.status)
+                } else {
+                    format!(
+                        "the test request was answered {}: the credential may be wrong or lack access",
+                        f.status
+                    )
+                },
+                json!({"url": target.as_str(), "status_code": f.status, "ok": ok, "body_excerpt": excerpt}),
+            )
+        }
+        Err(e) => (
+            "failed",
+            format!("the test request failed: {}", tools::redact(&e, &creds)),
+            json!({"url": target.as_str(), "status_code": null, "ok": false}),
+        ),
+    };
+    Ok(Reply::ok(
+        json!({"status": status, "message": message, "credential": shown, "request": request}),
+    )
+    .summary(format!("tested credential '{name}'")))
+}

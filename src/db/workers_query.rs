@@ -1,0 +1,225 @@
+//! `query_data`, the worker genies' read-only window on the owner's data: a table from a
+//! fixed list, equality filters on listed columns, a time window and a limit. Never raw
+//! SQL: table and column names come from the lists below, values are bound parameters, and
+//! every query carries the owner condition.
+
+use rusqlite::Connection;
+use rusqlite::types::{Value as Sql, ValueRef};
+use serde_json::{Map, Value};
+
+pub struct Table {
+    pub name: &'static str,
+    pub from: &'static str,
+    pub columns: &'static [&'static str],
+    /// Columns holding JSON text, returned parsed.
+    pub json_columns: &'static [&'static str],
+    /// SQL condition limiting rows to the owner `?1`.
+    pub owner: &'static str,
+}
+
+const LEAD_OWNER: &str = "(user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1))";
+
+pub const TABLES: &[Table] = &[
+    Table {
+        name: "conversations",
+        from: "conversations",
+        columns: &[
+            "id",
+            "genie_id",
+            "external_id",
+            "channel",
+            "status",
+            "started_at",
+            "duration_seconds",
+            "summary",
+            "analysis",
+            "metadata",
+            "tags",
+            "created_at",
+            "updated_at",
+        ],
+        json_columns: &["analysis", "metadata", "tags"],
+        owner: "user_id = ?1",
+    },
+    Table {
+        name: "call_logs",
+        from: "call_logs",
+        columns: &[
+            "id",
+            "genie_id",
+            "external_id",
+            "status",
+            "started_at",
+            "duration_seconds",
+            "summary",
+            "created_at",
+        ],
+        json_columns: &[],
+        owner: "user_id = ?1",
+    },
+    Table {
+        name: "leads",
+        from: "leads",
+        columns: &[
+            "id",
+            "agent_id",
+            "name",
+            "email",
+            "phone",
+            "status",
+            "priority",
+            "budget",
+            "timeline",
+            "address",
+            "notes",
+            "assigned_to",
+            "conversation_id",
+            "preferred_contact_method",
+            "preferred_contact_time",
+            "metadata",
+            "created_at",
+            "updated_at",
+        ],
+        json_columns: &["address", "metadata"],
+        owner: LEAD_OWNER,
+    },
+    Table {
+        name: "agents",
+        from: "genies",
+        columns: &[
+            "id",
+            "name",
+            "description",
+            "use_case",
+            "category",
+            "brand",
+            "is_active",
+            "llm_model",
+            "voice_id",
+            "created_at",
+            "updated_at",
+        ],
+        json_columns: &[],
+        owner: "user_id = ?1",
+    },
+    Table {
+        name: "lead_activities",
+        from: "lead_activities",
+        columns: &[
+            "id",
+            "lead_id",
+            "type",
+            "description",
+            "metadata",
+            "created_at",
+        ],
+        json_columns: &["metadata"],
+        owner: "lead_id IN (SELECT id FROM leads WHERE (user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1)))",
+    },
+    Table {
+        name: "documents",
+        from: "documents",
+        columns: &[
+            "id",
+            "name",
+            "type",
+            "status",
+            "error",
+            "is_active",
+            "is_public",
+            "folder_id",
+            "size_bytes",
+            "source_url",
+            "created_at",
+            "updated_at",
+        ],
+        json_columns: &[],
+        owner: "user_id = ?1",
+    },
+    Table {
+        name: "email_logs",
+        from: "email_logs",
+        columns: &[
+            "id",
+            "recipient",
+            "subject",
+            "body",
+            "status",
+            "error",
+            "created_at",
+        ],
+        json_columns: &[],
+        owner: "user_id = ?1",
+    },
+];
+
+pub fn table(name: &str) -> Option<&'static Table> {
+    TABLES.iter().find(|t| t.name == name)
+}
+
+/// A validated query (the tool checks names and values before building one).
+pub struct Query {
+    pub table: &'static Table,
+    pub filters: Vec<(&'static str, Sql)>,
+    pub created_after: Option<String>,
+    pub created_before: Option<String>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+/// Runs the query for owner `user_id`; returns the rows and the number of matches.
+pub fn run(c: &Connection, user_id: &str, q: &Query) -> rusqlite::Result<(Vec<Value>, i64)> {
+    let t = q.table;
+    let mut cond = vec![t.owner.to_string()];
+    let mut args: Vec<Sql> = vec![Sql::Text(user_id.to_string())];
+    for (col, v) in &q.filters {
+        args.push(v.clone());
+        cond.push(format!("{col} = ?{}", args.len()));
+    }
+    if let Some(a) = &q.created_after {
+        args.push(Sql::Text(a.clone()));
+        cond.push(format!("created_at >= ?{}", args.len()));
+    }
+    if let Some(b) = &q.created_before {
+        args.push(Sql::Text(b.clone()));
+        cond.push(format!("created_at < ?{}", args.len()));
+    }
+    let cond = cond.join(" AND ");
+    let total: i64 = c.query_row(
+        &format!("SELECT COUNT(*) FROM {} WHERE {cond}", t.from),
+        rusqlite::params_from_iter(args.iter()),
+        |r| r.get(0),
+    )?;
+    let sql = format!(
+        "SELECT {} FROM {} WHERE {cond} ORDER BY created_at DESC LIMIT {} OFFSET {}",
+        t.columns.join(", "),
+        t.from,
+        q.limit,
+        q.offset
+    );
+    let mut st = c.prepare(&sql)?;
+    let rows = st
+        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+            let mut obj = Map::new();
+            for (i, col) in t.columns.iter().enumerate() {
+                let v = match r.get_ref(i)? {
+                    ValueRef::Null => Value::Null,
+                    ValueRef::Integer(n) => Value::from(n),
+                    ValueRef::Real(f) => Value::from(f),
+                    ValueRef::Text(s) => {
+                        let s = String::from_utf8_lossy(s).into_owned();
+                        if t.json_columns.contains(col) {
+                            serde_json::from_str(&s).unwrap_or(Value::String(s))
+                        } else {
+                            Value::String(s)
+                        }
+                    }
+                    ValueRef::Blob(_) => Value::Null,
+                };
+                obj.insert(col.to_string(), v);
+            }
+            Ok(Value::Object(obj))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}

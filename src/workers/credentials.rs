@@ -1,0 +1,313 @@
+//! Credential encryption: AES-256-GCM with a random 96-bit nonce for every encryption and
+//! the credential's record id as associated data (a ciphertext copied to another row does
+//! not open). The 32-byte master key is hex text in `data-dir/secrets/master.key`, or in
+//! `--master-key-file`.
+//!
+//! Key rotation (`genied admin rotate-master-key`) runs in this order, so that a crash at
+//! any point loses nothing:
+//! 1. the new key is written to `<key file>.new` (0600, fsynced);
+//! 2. every credential is re-encrypted with it in ONE database transaction;
+//! 3. `<key file>.new` is renamed over the key file (atomic), and the directory fsynced.
+//!
+//! A crash before 2 commits leaves the database on the old key (the stale `.new` is removed
+//! at the next start); a crash between 2 and 3 leaves the database on the new key and the
+//! new key in `.new`: at the next start `apply_master_key` sees that a credential opens with
+//! the `.new` key and completes the rename. A running service that meets a ciphertext its
+//! key cannot open re-reads the key file and the `.new` file (read-only), so rotating while
+//! serving works too.
+
+use std::path::{Path, PathBuf};
+
+use aes_gcm::aead::{Aead, Payload};
+use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
+use anyhow::Context;
+use rand::RngCore;
+use rusqlite::Connection;
+
+use crate::app::AppState;
+use crate::config::Config;
+use crate::db::{self, Db, workers::Sealed};
+use crate::secrets::{self, Secrets};
+
+/// Encrypts `plain` for record `id`; returns (nonce, ciphertext).
+pub fn seal(key: &[u8; 32], id: &str, plain: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let cipher = Aes256Gcm::new_from_slice(key).expect("32-byte key");
+    let mut nonce = [0u8; 12];
+    rand::rngs::OsRng.fill_bytes(&mut nonce);
+    let ct = cipher
+        .encrypt(
+            Nonce::from_slice(&nonce),
+            Payload {
+                msg: plain,
+                aad: id.as_bytes(),
+            },
+        )
+        .expect("AES-GCM encryption does not fail for short inputs");
+    (nonce.to_vec(), ct)
+}
+
+/// Decrypts; `None` when the key, nonce, id or ciphertext do not match.
+pub fn open(key: &[u8; 32], id: &str, nonce: &[u8], ct: &[u8]) -> Option<Vec<u8>> {
+    if nonce.len() != 12 {
+        return None;
+    }
+    let cipher = Aes256Gcm::new_from_slice(key).ok()?;
+    cipher
+        .decrypt(
+            Nonce::from_slice(nonce),
+            Payload {
+                msg: ct,
+                aad: id.as_bytes(),
+            },
+        )
+        .ok()
+}
+
+/// Where a value sealed with the master key lives: worker credentials and webhook signing
+/// secrets share the key, so they are probed and rotated together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    Credential,
+    Webhook,
+}
+
+struct SealedValue {
+    table: Table,
+    id: String,
+    nonce: Vec<u8>,
+    ct: Vec<u8>,
+}
+
+impl SealedValue {
+    fn opens_with(&self, key: &[u8; 32]) -> bool {
+        open(key, &self.id, &self.nonce, &self.ct).is_some()
+    }
+}
+
+fn sealed_values(c: &Connection) -> rusqlite::Result<Vec<SealedValue>> {
+    let mut out: Vec<SealedValue> = db::workers::all_sealed(c)?
+        .into_iter()
+        .map(|s| SealedValue {
+            table: Table::Credential,
+            id: s.meta.id,
+            nonce: s.nonce,
+            ct: s.ciphertext,
+        })
+        .collect();
+    for (id, nonce, ct) in db::webhooks::all_sealed(c)? {
+        out.push(SealedValue {
+            table: Table::Webhook,
+            id,
+            nonce,
+            ct,
+        });
+    }
+    Ok(out)
+}
+
+fn store_value(c: &Connection, v: &SealedValue, nonce: &[u8], ct: &[u8]) -> rusqlite::Result<()> {
+    match v.table {
+        Table::Credential => db::workers::set_ciphertext(c, &v.id, nonce, ct),
+        Table::Webhook => db::webhooks::set_sealed(c, &v.id, nonce, ct),
+    }
+}
+
+/// Where the master key lives for this configuration.
+pub fn key_path(config: &Config) -> PathBuf {
+    config
+        .master_key_file
+        .clone()
+        .unwrap_or_else(|| config.secrets_dir().join("master.key"))
+}
+
+fn pending_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".new");
+    PathBuf::from(s)
+}
+
+pub fn read_key(path: &Path) -> anyhow::Result<[u8; 32]> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes =
+        hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+    bytes
+        .as_slice()
+        .try_into()
+        .with_context(|| format!("{} must hold a 32-byte key (64 hex digits)", path.display()))
+}
+
+fn new_key() -> [u8; 32] {
+    let mut k = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut k);
+    k
+}
+
+/// Startup: completes or discards an interrupted rotation, honours `--master-key-file`
+/// (created with a new key if missing), and returns the secrets with the key in use.
+pub fn apply_master_key(config: &Config, db: &Db, mut secrets: Secrets) -> anyhow::Result<Secrets> {
+    let path = key_path(config);
+    if !path.exists() {
+        let stored = db
+            .read_blocking(|c| Ok(sealed_values(c)?.len()))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if stored > 0 {
+            anyhow::bail!(
+                "the master key file {} does not exist, but the database holds {stored} credentials encrypted with a key; \
+                 restore the key file (or point --master-key-file at it) instead of starting with a new key",
+                path.display()
+            );
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        secrets::write_private(&path, hex::encode(new_key()).as_bytes())?;
+    }
+    finish_pending_rotation(&path, db)?;
+    secrets.master_key = read_key(&path)?;
+    // A wrong key would make every stored credential unreadable and encrypt new ones with a
+    // key the old ones do not share: refuse to start instead.
+    let first = db
+        .read_blocking(|c| Ok(sealed_values(c)?.into_iter().next()))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(s) = first
+        && !s.opens_with(&secrets.master_key)
+    {
+        anyhow::bail!(
+            "the master key in {} does not open the stored credentials; put the original key file back \
+             (it may have been replaced by a new one if it was missing)",
+            path.display()
+        );
+    }
+    Ok(secrets)
+}
+
+fn finish_pending_rotation(path: &Path, db: &Db) -> anyhow::Result<()> {
+    let pending = pending_path(path);
+    if !pending.exists() {
+        return Ok(());
+    }
+    let sealed = db
+        .read_blocking(|c| Ok(sealed_values(c)?))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let committed = match read_key(&pending) {
+        Ok(k) => sealed.first().is_none_or(|s| s.opens_with(&k)),
+        Err(_) => false,
+    };
+    if committed {
+        std::fs::rename(&pending, path)?;
+        sync_dir(path);
+        tracing::warn!("completed an interrupted master key rotation");
+    } else {
+        std::fs::remove_file(&pending)?;
+        tracing::warn!("discarded the new key of a master key rotation that did not commit");
+    }
+    Ok(())
+}
+
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent()
+        && let Ok(d) = std::fs::File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+}
+
+/// Re-encrypts every credential with a new master key (see the module notes for the order).
+/// Returns the number of credentials re-encrypted.
+pub fn rotate_master_key(db: &Db, path: &Path) -> anyhow::Result<usize> {
+    finish_pending_rotation(path, db)?;
+    let old = read_key(path)?;
+    let new = new_key();
+    let pending = pending_path(path);
+    secrets::write_private(&pending, hex::encode(new).as_bytes())?;
+    sync_dir(&pending);
+    let result = db.write_blocking(move |c| {
+        let all = sealed_values(c)?;
+        for v in &all {
+            let plain = open(&old, &v.id, &v.nonce, &v.ct).ok_or_else(|| {
+                crate::error::ApiError::validation(format!(
+                    "sealed value {} does not open with the current master key; nothing was changed",
+                    v.id
+                ))
+            })?;
+            let (nonce, ct) = seal(&new, &v.id, &plain);
+            store_value(c, v, &nonce, &ct)?;
+        }
+        Ok(all.len())
+    });
+    match result {
+        Ok(n) => {
+            std::fs::rename(&pending, path)
+                .with_context(|| format!("replacing {}", path.display()))?;
+            sync_dir(path);
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&pending);
+            Err(anyhow::anyhow!("{}", e.message))
+        }
+    }
+}
+
+/// The key to encrypt a new credential with, decided inside the writer's transaction (so a
+/// concurrent rotation either re-encrypts it afterwards or has already committed).
+pub fn key_for_write(app: &AppState, c: &Connection) -> anyhow::Result<[u8; 32]> {
+    let sealed = sealed_values(c)?;
+    let current = *app
+        .workers
+        .master_key
+        .read()
+        .unwrap_or_else(|p| p.into_inner());
+    let probe = |k: &[u8; 32]| sealed.first().is_none_or(|s| s.opens_with(k));
+    let path = &app.workers.key_path;
+    let pending = pending_path(path);
+    if pending.exists()
+        && let Ok(k) = read_key(&pending)
+        && probe(&k)
+        && (sealed.is_empty() || !probe(&current))
+    {
+        return Ok(k);
+    }
+    if probe(&current) {
+        return Ok(current);
+    }
+    let k = read_key(path)?;
+    *app.workers
+        .master_key
+        .write()
+        .unwrap_or_else(|p| p.into_inner()) = k;
+    Ok(k)
+}
+
+/// Opens a stored credential: with the key in memory, else with the key file or a pending
+/// rotation's key (adopted when it works). `None` when nothing opens it.
+pub fn reveal(app: &AppState, s: &Sealed) -> Option<String> {
+    open_live(app, &s.meta.id, &s.nonce, &s.ciphertext).and_then(|p| String::from_utf8(p).ok())
+}
+
+/// Opens any value sealed with the master key (credentials, webhook secrets): with the key in
+/// memory, else with the key file or a pending rotation's key (adopted when it works).
+pub fn open_live(app: &AppState, id: &str, nonce: &[u8], ct: &[u8]) -> Option<Vec<u8>> {
+    let current = *app
+        .workers
+        .master_key
+        .read()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(p) = open(&current, id, nonce, ct) {
+        return Some(p);
+    }
+    let path = &app.workers.key_path;
+    for candidate in [path.clone(), pending_path(path)] {
+        if let Ok(k) = read_key(&candidate)
+            && let Some(p) = open(&k, id, nonce, ct)
+        {
+            *app.workers
+                .master_key
+                .write()
+                .unwrap_or_else(|p| p.into_inner()) = k;
+            return Some(p);
+        }
+    }
+    None
+}

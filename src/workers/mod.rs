@@ -1,0 +1,244 @@
+//! Worker genies at run time: the executor that claims queued runs (bounded concurrency,
+//! per-run timeout, cancellation), the triggers that enqueue them (cron schedules and bus
+//! events), the LLM tool loop (`runner`), the tools (`tools`) and the credential cipher
+//! (`credentials`). Every trigger only enqueues a run; the executor is the only place that
+//! runs one.
+
+pub mod credentials;
+pub mod runner;
+pub mod scheduler;
+pub mod tools;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, Semaphore, watch};
+use tokio::task::AbortHandle;
+
+use crate::app::AppState;
+use crate::config::Config;
+use crate::db::{self, Db};
+use crate::error::ApiResult;
+use crate::events::Event;
+use crate::secrets::Secrets;
+
+/// Run-time state of worker genies, one per process (a field of `AppInner`).
+pub struct Workers {
+    /// Wakes the executor after a run was queued or a slot freed.
+    pub notify: Notify,
+    slots: Arc<Semaphore>,
+    running: Mutex<HashMap<String, AbortHandle>>,
+    pub(crate) scheduler: tokio::sync::Mutex<Option<scheduler::Scheduler>>,
+    /// The credential master key in use, and where it lives on disk (re-read when a
+    /// ciphertext does not open, so a `rotate-master-key` while serving is picked up).
+    pub(crate) master_key: RwLock<[u8; 32]>,
+    pub key_path: PathBuf,
+}
+
+impl Workers {
+    pub fn new(config: &Config, secrets: &Secrets) -> Workers {
+        Workers {
+            notify: Notify::new(),
+            slots: Arc::new(Semaphore::new(config.worker_concurrency.max(1))),
+            running: Mutex::new(HashMap::new()),
+            scheduler: tokio::sync::Mutex::new(None),
+            master_key: RwLock::new(secrets.master_key),
+            key_path: credentials::key_path(config),
+        }
+    }
+
+    /// Aborts the task of a running run, if this process runs it.
+    pub fn abort(&self, run_id: &str) {
+        if let Some(h) = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(run_id)
+        {
+            h.abort();
+        }
+        self.notify.notify_one();
+    }
+}
+
+/// At start: runs a previous process left `running` are failed with a clear error.
+pub fn recover(db: &Db) -> anyhow::Result<()> {
+    let n = db
+        .write_blocking(|c| Ok(db::workers::fail_interrupted(c)?))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if n > 0 {
+        tracing::warn!(
+            count = n,
+            "marked worker runs left running by a previous process as failed"
+        );
+    }
+    Ok(())
+}
+
+/// Queues a run of `genie` and wakes the executor.
+pub async fn enqueue(
+    app: &AppState,
+    genie: db::workers::WorkerGenie,
+    trigger: &str,
+    input: Value,
+) -> ApiResult<db::workers::Run> {
+    let trigger = trigger.to_string();
+    let run = app
+        .db
+        .write(move |c| Ok(db::workers::insert_run(c, &genie, &trigger, &input)?))
+        .await?;
+    app.workers.notify.notify_one();
+    Ok(run)
+}
+
+/// The background side of worker genies, started by `serve`: scheduler, event listener and
+/// executor, until shutdown.
+pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
+    let events = tokio::spawn(listen_events(
+        app.clone(),
+        app.bus.subscribe(),
+        stop.clone(),
+    ));
+    if let Err(e) = scheduler::start(&app).await {
+        tracing::error!(error = %e, "worker genie scheduler did not start; scheduled worker genies will not run");
+    }
+    let poll = Duration::from_millis(app.config.job_poll_ms.clamp(10, 1000));
+    let mut last_resync = std::time::Instant::now();
+    loop {
+        claim_and_spawn(&app).await;
+        // The scheduler fixes a time zone's UTC offset when a job is registered; registering
+        // every schedule again each hour follows daylight-saving changes.
+        if last_resync.elapsed() >= Duration::from_secs(3600) {
+            last_resync = std::time::Instant::now();
+            scheduler::resync_all(&app).await;
+        }
+        tokio::select! {
+            _ = app.workers.notify.notified() => {}
+            _ = tokio::time::sleep(poll) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    scheduler::stop(&app).await;
+    let _ = events.await;
+    // Runs still in flight are stopped and recorded as such (not left `running`).
+    let ids: Vec<String> = {
+        let mut map = app
+            .workers
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.drain()
+            .map(|(id, h)| {
+                h.abort();
+                id
+            })
+            .collect()
+    };
+    for id in ids {
+        let _ = app
+            .db
+            .write(move |c| {
+                Ok(db::workers::finish_run(
+                    c,
+                    &id,
+                    "failed",
+                    None,
+                    Some("stopped: the service shut down while this run was running"),
+                )?)
+            })
+            .await;
+    }
+}
+
+async fn claim_and_spawn(app: &AppState) {
+    loop {
+        let Ok(permit) = app.workers.slots.clone().try_acquire_owned() else {
+            return;
+        };
+        let run = match app.db.write(|c| Ok(db::workers::claim_run(c)?)).await {
+            Ok(Some(run)) => run,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(error = %e, "claiming a worker run");
+                return;
+            }
+        };
+        let mut map = app
+            .workers
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let id = run.id.clone();
+        let a = app.clone();
+        let handle = tokio::spawn(async move {
+            let id = run.id.clone();
+            runner::execute(&a, run).await;
+            drop(permit);
+            a.workers
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            a.workers.notify.notify_one();
+        });
+        map.insert(id, handle.abort_handle());
+    }
+}
+
+/// Event-triggered genies: every bus event of a genie's `event_type` for its owner enqueues
+/// a run whose input carries the event.
+async fn listen_events(
+    app: AppState,
+    mut rx: tokio::sync::broadcast::Receiver<Event>,
+    mut stop: watch::Receiver<bool>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let event = tokio::select! {
+            r = rx.recv() => match r {
+                Ok(e) => e,
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "worker genie event listener fell behind; events were missed");
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            },
+            _ = stop.changed() => return,
+        };
+        // Runs started by a run event do not start more runs with their own run events, so two
+        // genies listening to each other cannot loop.
+        if event.kind.starts_with("worker_run.")
+            && event.data["trigger"] == "event"
+            && event.data["input"]["event"]["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("worker_run."))
+        {
+            continue;
+        }
+        let (uid, kind) = (event.user_id.clone(), event.kind.clone());
+        let genies = match app
+            .db
+            .read(move |c| Ok(db::workers::event_genies(c, &uid, &kind)?))
+            .await
+        {
+            Ok(g) => g,
+            Err(e) => {
+                tracing::error!(error = %e, "loading event-triggered worker genies");
+                continue;
+            }
+        };
+        for g in genies {
+            // A genie never triggers itself through the events of its own runs.
+            if event.data.get("worker_genie_id").and_then(Value::as_str) == Some(g.id.as_str()) {
+                continue;
+            }
+            let input = json!({"event": event});
+            if let Err(e) = enqueue(&app, g, "event", input).await {
+                tracing::error!(error = %e, "enqueueing an event-triggered worker run");
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Schedule triggers on tokio-cron-scheduler. Every active genie with `trigger_type`
+//! `schedule` has one cron job; it is registered at start and re-registered on every create,
+//! update and delete (`sync`). A firing job only enqueues a run.
+//!
+//! Expressions have 5 fields (minute hour day-of-month month day-of-week) and are read in the
+//! genie's `timezone`. The scheduler library wants a seconds field, so `0 ` is put in front.
+//! With `--worker-allow-seconds-cron` (meant for tests) a 6-field expression whose first
+//! field is seconds is accepted as well.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::json;
+use tokio_cron_scheduler::{Job, JobScheduler};
+use uuid::Uuid;
+
+use crate::app::{AppInner, AppState};
+use crate::db;
+
+pub(crate) struct Scheduler {
+    sched: JobScheduler,
+    jobs: HashMap<String, Uuid>,
+}
+
+/// The scheduler's form of a user's expression, or a message naming the problem.
+pub fn to_cron(expr: &str, allow_seconds: bool) -> Result<String, String> {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    let cron = match fields.len() {
+        5 => format!("0 {}", fields.join(" ")),
+        6 if allow_seconds => fields.join(" "),
+        _ => {
+            return Err("must be a cron expression with 5 fields (minute hour day-of-month month day-of-week), e.g. '0 9 * * 1-5'".into());
+        }
+    };
+    Job::new_async_tz(cron.as_str(), chrono_tz::UTC, |_, _| Box::pin(async {}))
+        .map_err(|_| format!("'{expr}' is not a valid cron expression"))?;
+    Ok(cron)
+}
+
+pub async fn start(app: &AppState) -> anyhow::Result<()> {
+    let sched = JobScheduler::new().await?;
+    sched.start().await?;
+    *app.workers.scheduler.lock().await = Some(Scheduler {
+        sched,
+        jobs: HashMap::new(),
+    });
+    resync_all(app).await;
+    Ok(())
+}
+
+/// Registers every schedule again (see `workers::run`: daylight-saving changes).
+pub async fn resync_all(app: &AppState) {
+    match app
+        .db
+        .read(|c| Ok(db::workers::active_by_trigger(c, "schedule")?))
+        .await
+    {
+        Ok(genies) => {
+            for g in genies {
+                sync(app, &g.id).await;
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "reloading worker genie schedules"),
+    }
+}
+
+pub async fn stop(app: &AppState) {
+    if let Some(mut s) = app.workers.scheduler.lock().await.take() {
+        let _ = s.sched.shutdown().await;
+    }
+}
+
+/// Brings the cron job of genie `id` in line with its stored record (removed when the genie
+/// is gone, inactive or not scheduled).
+pub async fn sync(app: &AppState, id: &str) {
+    let mut guard = app.workers.scheduler.lock().await;
+    let Some(s) = guard.as_mut() else { return };
+    if let Some(job) = s.jobs.remove(id) {
+        let _ = s.sched.remove(&job).await;
+    }
+    let gid = id.to_string();
+    let genie = match app
+        .db
+        .read(move |c| Ok(db::workers::get_genie_any(c, &gid)?))
+        .await
+    {
+        Ok(Some(g)) if g.is_active && g.trigger_type == "schedule" => g,
+        Ok(_) => return,
+        Err(e) => {
+            tracing::error!(error = %e, "loading a scheduled worker genie");
+            return;
+        }
+    };
+    let Some(expr) = genie.schedule.clone() else {
+        return;
+    };
+    let cron = match to_cron(&expr, app.config.worker_allow_seconds_cron) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(genie = %genie.id, error = %e, "stored schedule is not usable");
+            return;
+        }
+    };
+    let tz: chrono_tz::Tz = genie.timezone.parse().unwrap_or(chrono_tz::UTC);
+    let weak = Arc::downgrade(app);
+    let gid = genie.id.clone();
+    let job = Job::new_async_tz(cron.as_str(), tz, move |_, _| {
+        let weak: std::sync::Weak<AppInner> = weak.clone();
+        let gid = gid.clone();
+        Box::pin(async move {
+            let Some(app) = weak.upgrade() else { return };
+            fire(&app, &gid).await;
+        })
+    });
+    match job {
+        Ok(job) => match s.sched.add(job).await {
+            Ok(uuid) => {
+                s.jobs.insert(genie.id.clone(), uuid);
+            }
+            Err(e) => {
+                tracing::error!(genie = %genie.id, error = %e, "registering a worker genie schedule")
+            }
+        },
+        Err(e) => {
+            tracing::error!(genie = %genie.id, error = %e, "building a worker genie schedule")
+        }
+    }
+}
+
+async fn fire(app: &AppState, id: &str) {
+    let gid = id.to_string();
+    let found = app
+        .db
+        .read(move |c| {
+            Ok((
+                db::workers::get_genie_any(c, &gid)?,
+                db::workers::has_queued_run(c, &gid)?,
+            ))
+        })
+        .await;
+    let genie = match found {
+        Ok((Some(g), false)) if g.is_active && g.trigger_type == "schedule" => g,
+        Ok((Some(g), true)) => {
+            tracing::info!(genie = %g.id, "schedule fired while a run of the genie is still queued; skipped");
+            return;
+        }
+        _ => return,
+    };
+    let input =
+        json!({"scheduled_at": db::now(), "schedule": genie.schedule, "timezone": genie.timezone});
+    if let Err(e) = super::enqueue(app, genie, "schedule", input).await {
+        tracing::error!(error = %e, "enqueueing a scheduled worker run");
+    }
+}
