@@ -35,6 +35,8 @@ pub struct AppInner {
     pub net: Guarded,
     /// The configured OpenAI-compatible endpoint, if any.
     pub llm: Option<Llm>,
+    /// Outgoing mail: SMTP when configured, else dashboard notifications.
+    pub mail: crate::mail::Mailer,
 }
 
 pub type AppState = Arc<AppInner>;
@@ -68,12 +70,23 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
         voice: Arc::new(crate::voice::local::LocalProvider),
         net: Guarded::new(config.allow_private_outbound),
         llm: Llm::from_config(&config),
+        mail: crate::mail::Mailer::from_config(&config)?,
         config,
         db,
         secrets,
         bus: Bus::default(),
         jobs_notify: Notify::new(),
     });
+    let router = http::router(state.clone(), Router::new());
+    Ok(App { state, router })
+}
+
+/// `build_app` with another voice provider (tests inject fakes of the voice platform).
+pub fn build_app_with_voice(config: Config, voice: DynVoice) -> anyhow::Result<App> {
+    let App { state, router } = build_app(config)?;
+    drop(router);
+    let inner = Arc::try_unwrap(state).map_err(|_| anyhow::anyhow!("application state is still shared"))?;
+    let state = Arc::new(AppInner { voice, ..inner });
     let router = http::router(state.clone(), Router::new());
     Ok(App { state, router })
 }

@@ -91,6 +91,16 @@ pub struct Config {
     /// networks only: it disables the SSRF guard.
     #[arg(long, env = "GENIED_ALLOW_PRIVATE_OUTBOUND", default_value_t = false)]
     pub allow_private_outbound: bool,
+
+    /// SMTP server for outgoing mail (conversation reports): `smtp://user:pass@host:587?tls=required`,
+    /// `smtps://user:pass@host`, or `smtp://host:25` (plain). Without it, mail is recorded as
+    /// dashboard notifications.
+    #[arg(long, env = "GENIED_SMTP_URL")]
+    pub smtp_url: Option<Secret>,
+
+    /// Sender address of outgoing mail.
+    #[arg(long, env = "GENIED_SMTP_FROM", default_value = "genied <genied@localhost>")]
+    pub smtp_from: String,
 }
 
 impl Config {

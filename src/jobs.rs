@@ -91,6 +91,7 @@ pub fn pending_count(c: &Connection) -> rusqlite::Result<i64> {
 async fn run(_app: &AppState, job: &Job) -> Result<(), String> {
     match job.kind.as_str() {
         "noop" => Ok(()),
+        crate::api::conversations::REPORT_JOB => crate::api::conversations::report_job(_app, &job.payload).await,
         other => Err(format!("unknown job kind '{other}'")),
     }
 }

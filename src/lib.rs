@@ -2,6 +2,7 @@
 //! around them, in one binary with SQLite inside. `build_app` + `serve` start it; `cli`
 //! holds the command line.
 
+pub mod analysis;
 pub mod api;
 pub mod app;
 pub mod auth;
@@ -13,6 +14,7 @@ pub mod events;
 pub mod http;
 pub mod jobs;
 pub mod llm;
+pub mod mail;
 pub mod net;
 pub mod secrets;
 pub mod voice;

@@ -4,6 +4,9 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod conversations;
+pub mod lead_notes;
+pub mod leads;
 pub mod profiles;
 
 use axum::http::StatusCode;
@@ -186,6 +189,9 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "api-keys" => api_keys::handle(ctx, &req).await?,
         "profiles" => profiles::handle(ctx, &req).await?,
         "activities" => activities::handle(ctx, &req).await?,
+        "leads" => leads::handle(ctx, &req).await?,
+        "lead-notes" => lead_notes::handle(ctx, &req).await?,
+        "conversations" => conversations::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

@@ -5,6 +5,9 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod conversations;
+pub mod lead_notes;
+pub mod leads;
 pub mod sessions;
 pub mod users;
 

@@ -1,0 +1,32 @@
+-- CRM: notes on leads, the link from a lead to the conversation it came from, and the
+-- indexes that keep lead stats and filtered pages fast with millions of rows.
+
+CREATE TABLE lead_notes (
+    id         TEXT PRIMARY KEY,
+    lead_id    INTEGER NOT NULL REFERENCES leads(id) ON DELETE CASCADE,
+    user_id    TEXT REFERENCES users(id) ON DELETE SET NULL,
+    content    TEXT NOT NULL,
+    is_pinned  INTEGER NOT NULL DEFAULT 0,
+    sort_order INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX lead_notes_lead ON lead_notes(lead_id, is_pinned, sort_order);
+
+-- leads.conversation_id is the spec's integer; conversations have UUID ids, so the link a
+-- conversation analysis makes is kept here (and cleared when the conversation is deleted).
+ALTER TABLE leads ADD COLUMN conversation_ref TEXT REFERENCES conversations(id) ON DELETE SET NULL;
+CREATE INDEX leads_conversation_ref ON leads(conversation_ref);
+
+-- Filters of stats / all / list: status and priority per agent, in time order; the
+-- admin-wide listing in time order. leads_agent_status is a prefix of the new index.
+DROP INDEX IF EXISTS leads_agent_status;
+CREATE INDEX leads_agent_status_time ON leads(agent_id, status, created_at);
+CREATE INDEX leads_agent_priority_time ON leads(agent_id, priority, created_at);
+CREATE INDEX leads_user_priority_time ON leads(user_id, priority, created_at);
+CREATE INDEX leads_time ON leads(created_at);
+CREATE INDEX lead_activities_lead_id ON lead_activities(lead_id, id);
+
+-- Conversation filters: status per user in time order; sync looks conversations up by
+-- external_id (already UNIQUE).
+CREATE INDEX conversations_user_status_time ON conversations(user_id, status, started_at);

@@ -1,0 +1,3 @@
+//! Local stand-ins for third-party services; each checks and records what it receives.
+
+pub mod llm;
