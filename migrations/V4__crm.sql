@@ -30,3 +30,20 @@ CREATE INDEX lead_activities_lead_id ON lead_activities(lead_id, id);
 -- Conversation filters: status per user in time order; sync looks conversations up by
 -- external_id (already UNIQUE).
 CREATE INDEX conversations_user_status_time ON conversations(user_id, status, started_at);
+-- Admin-wide stats and listings by status.
+CREATE INDEX leads_status_time ON leads(status, created_at);
+
+-- searchTerm: substring search across name, email and phone through a trigram index, kept
+-- in step with `leads` by triggers (terms shorter than 3 characters fall back to LIKE).
+CREATE VIRTUAL TABLE leads_search USING fts5(name, email, phone, content='leads', content_rowid='id', tokenize='trigram');
+CREATE TRIGGER leads_search_ai AFTER INSERT ON leads BEGIN
+    INSERT INTO leads_search(rowid, name, email, phone) VALUES (new.id, new.name, new.email, new.phone);
+END;
+CREATE TRIGGER leads_search_ad AFTER DELETE ON leads BEGIN
+    INSERT INTO leads_search(leads_search, rowid, name, email, phone) VALUES ('delete', old.id, old.name, old.email, old.phone);
+END;
+CREATE TRIGGER leads_search_au AFTER UPDATE OF name, email, phone ON leads BEGIN
+    INSERT INTO leads_search(leads_search, rowid, name, email, phone) VALUES ('delete', old.id, old.name, old.email, old.phone);
+    INSERT INTO leads_search(rowid, name, email, phone) VALUES (new.id, new.name, new.email, new.phone);
+END;
+INSERT INTO leads_search(leads_search) VALUES ('rebuild');

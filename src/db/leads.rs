@@ -155,11 +155,17 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
         p.push(s.clone().into());
     }
     if let Some(term) = &f.search {
-        let pat = format!("%{}%", term.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-        w.push("(l.name LIKE ? ESCAPE '\\' OR l.email LIKE ? ESCAPE '\\' OR l.phone LIKE ? ESCAPE '\\')".into());
-        p.push(pat.clone().into());
-        p.push(pat.clone().into());
-        p.push(pat.into());
+        if term.chars().count() >= 3 {
+            // The trigram index finds substrings, case-insensitively; the term is one phrase.
+            w.push("l.id IN (SELECT rowid FROM leads_search WHERE leads_search MATCH ?)".into());
+            p.push(format!("\"{}\"", term.replace('"', "\"\"")).into());
+        } else {
+            let pat = format!("%{}%", term.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+            w.push("(l.name LIKE ? ESCAPE '\\' OR l.email LIKE ? ESCAPE '\\' OR l.phone LIKE ? ESCAPE '\\')".into());
+            p.push(pat.clone().into());
+            p.push(pat.clone().into());
+            p.push(pat.into());
+        }
     }
     if let Some(since) = &f.since {
         w.push("l.created_at >= ?".into());
@@ -169,22 +175,22 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
     (sql, p)
 }
 
-/// `(total, counts of the four standard statuses)` in one aggregate query. The status
-/// filter does not apply to stats.
+/// `(total, counts of the four standard statuses)` in one aggregate pass over the matching
+/// index entries (no rows loaded, no sort). The status filter does not apply to stats.
 pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
     let (w, p) = where_clause(f, false);
-    let mut st = c.prepare(&format!("SELECT l.status, COUNT(*) FROM leads l {w} GROUP BY l.status"))?;
-    let mut rows = st.query(params_from_iter(p))?;
-    let (mut total, mut by) = (0i64, [0i64; 4]);
-    while let Some(r) = rows.next()? {
-        let status: Option<String> = r.get(0)?;
-        let n: i64 = r.get(1)?;
-        total += n;
-        if let Some(i) = status.and_then(|s| STATUSES.iter().position(|x| *x == s)) {
-            by[i] += n;
-        }
-    }
-    Ok((total, by))
+    c.query_row(
+        &format!(
+            "SELECT COUNT(*), TOTAL(l.status = 'new'), TOTAL(l.status = 'contacted'), TOTAL(l.status = 'qualified'),
+                 TOTAL(l.status = 'converted')
+             FROM leads l {w}"
+        ),
+        params_from_iter(p),
+        |r| {
+            let n = |i: usize| r.get::<_, f64>(i).map(|v| v as i64);
+            Ok((r.get(0)?, [n(1)?, n(2)?, n(3)?, n(4)?]))
+        },
+    )
 }
 
 pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
@@ -197,9 +203,11 @@ pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Re
     let (w, mut p) = where_clause(f, true);
     p.push(limit.into());
     p.push(offset.into());
+    // The page's ids come from the indexes alone; only those rows are read.
     let mut st = c.prepare(&format!(
-        "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id {w}
-         ORDER BY l.created_at DESC, l.id DESC LIMIT ? OFFSET ?"
+        "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id
+         WHERE l.id IN (SELECT l.id FROM leads l {w} ORDER BY l.created_at DESC, l.id DESC LIMIT ? OFFSET ?)
+         ORDER BY l.created_at DESC, l.id DESC"
     ))?;
     st.query_map(params_from_iter(p), from_row)?.collect()
 }

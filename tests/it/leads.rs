@@ -415,6 +415,13 @@ async fn all_and_list_filters_and_pagination() {
     assert_eq!(ids(&all(json!({"searchTerm": "smith"})).await), vec![ia, ic], "name or email");
     assert_eq!(ids(&all(json!({"searchTerm": "30 12"})).await), vec![ib], "phone");
     assert_eq!(ids(&all(json!({"searchTerm": "%"})).await), Vec::<i64>::new(), "wildcards are literal");
+    assert_eq!(ids(&all(json!({"searchTerm": "bO"})).await), vec![ib], "short terms, case-insensitive");
+    assert_eq!(ids(&all(json!({"searchTerm": "ALICE"})).await), vec![ia]);
+    // The search index follows updates and deletes.
+    app.call(&u.token, "leads", "update", Some(json!(id)), json!({"name": "Danielle Smith"})).await.ok(200);
+    assert_eq!(ids(&all(json!({"searchTerm": "smith"})).await), vec![ia, ic, id]);
+    app.call(&u.token, "leads", "update", Some(json!(id)), json!({"name": "Dan"})).await.ok(200);
+    assert_eq!(ids(&all(json!({"searchTerm": "smith"})).await), vec![ia, ic]);
     assert_eq!(ids(&all(json!({"dateRange": "7d"})).await), vec![ia]);
     assert_eq!(ids(&all(json!({"dateRange": "30d"})).await), vec![ia, ic]);
     assert_eq!(ids(&all(json!({"dateRange": "90d"})).await), vec![ia, ic, ib]);
