@@ -47,3 +47,33 @@ CREATE TRIGGER leads_search_au AFTER UPDATE OF name, email, phone ON leads BEGIN
     INSERT INTO leads_search(rowid, name, email, phone) VALUES (new.id, new.name, new.email, new.phone);
 END;
 INSERT INTO leads_search(leads_search) VALUES ('rebuild');
+
+-- Lead counts per (agent, owner, status), kept by triggers, so that `stats` without
+-- priority, search or date filters sums a handful of rows instead of counting leads.
+-- A null status is counted under ''.
+CREATE TABLE lead_status_counts (
+    agent_id TEXT NOT NULL,
+    user_id  TEXT NOT NULL,
+    status   TEXT NOT NULL,
+    n        INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, user_id, status)
+) WITHOUT ROWID;
+CREATE INDEX lead_status_counts_user ON lead_status_counts(user_id);
+CREATE TRIGGER lead_counts_ai AFTER INSERT ON leads BEGIN
+    INSERT INTO lead_status_counts (agent_id, user_id, status, n)
+        VALUES (new.agent_id, new.user_id, COALESCE(new.status, ''), 1)
+        ON CONFLICT (agent_id, user_id, status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER lead_counts_ad AFTER DELETE ON leads BEGIN
+    UPDATE lead_status_counts SET n = n - 1
+        WHERE agent_id = old.agent_id AND user_id = old.user_id AND status = COALESCE(old.status, '');
+END;
+CREATE TRIGGER lead_counts_au AFTER UPDATE OF agent_id, user_id, status ON leads BEGIN
+    UPDATE lead_status_counts SET n = n - 1
+        WHERE agent_id = old.agent_id AND user_id = old.user_id AND status = COALESCE(old.status, '');
+    INSERT INTO lead_status_counts (agent_id, user_id, status, n)
+        VALUES (new.agent_id, new.user_id, COALESCE(new.status, ''), 1)
+        ON CONFLICT (agent_id, user_id, status) DO UPDATE SET n = n + 1;
+END;
+INSERT INTO lead_status_counts (agent_id, user_id, status, n)
+    SELECT agent_id, user_id, COALESCE(status, ''), COUNT(*) FROM leads WHERE true GROUP BY 1, 2, 3;

@@ -175,20 +175,27 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
     (sql, p)
 }
 
-/// `(total, counts of the four standard statuses)` in one aggregate pass over the matching
-/// index entries (no rows loaded, no sort). The status filter does not apply to stats.
+/// `(total, counts of the four standard statuses)`. Filtered by scope and agents only, it
+/// sums the trigger-maintained `lead_status_counts` (a few rows per agent); with priority,
+/// search or date filters it is one aggregate pass over the matching index entries (no rows
+/// loaded, no sort). The status filter does not apply to stats.
 pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
     let (w, p) = where_clause(f, false);
+    let (table, n) = if f.priority.is_none() && f.search.is_none() && f.since.is_none() {
+        ("lead_status_counts", "l.n")
+    } else {
+        ("leads", "1")
+    };
     c.query_row(
         &format!(
-            "SELECT COUNT(*), TOTAL(l.status = 'new'), TOTAL(l.status = 'contacted'), TOTAL(l.status = 'qualified'),
-                 TOTAL(l.status = 'converted')
-             FROM leads l {w}"
+            "SELECT TOTAL({n}), TOTAL(CASE l.status WHEN 'new' THEN {n} END), TOTAL(CASE l.status WHEN 'contacted' THEN {n} END),
+                 TOTAL(CASE l.status WHEN 'qualified' THEN {n} END), TOTAL(CASE l.status WHEN 'converted' THEN {n} END)
+             FROM {table} l {w}"
         ),
         params_from_iter(p),
         |r| {
             let n = |i: usize| r.get::<_, f64>(i).map(|v| v as i64);
-            Ok((r.get(0)?, [n(1)?, n(2)?, n(3)?, n(4)?]))
+            Ok((n(0)?, [n(1)?, n(2)?, n(3)?, n(4)?]))
         },
     )
 }

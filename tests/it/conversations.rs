@@ -476,3 +476,66 @@ async fn finished_conversation_report_becomes_a_dashboard_notification_without_s
     assert_eq!(data["genie_id"], json!(g));
     assert_eq!(data["recipients"], json!(["support@example.test", "ops@example.test"]));
 }
+
+async fn report_logs(app: &TestApp, user: &User, want: usize) -> Vec<(String, String, Option<String>)> {
+    for _ in 0..250 {
+        if app.count("email_logs").await >= want as i64 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let uid = user.id.clone();
+    app.state
+        .db
+        .read(move |c| {
+            let mut st =
+                c.prepare("SELECT recipient, status, error FROM email_logs WHERE user_id = ?1 ORDER BY recipient")?;
+            let rows =
+                st.query_map([&uid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn finished_conversation_report_is_mailed_over_smtp() {
+    let smtp = crate::common::fakes::smtp::FakeSmtp::start().await;
+    let url = smtp.url.clone();
+    let app = TestApp::spawn_with(|c| {
+        c.smtp_url = Some(genied::config::Secret(url));
+        c.smtp_from = "Genied Reports <reports@genied.test>".into();
+    })
+    .await;
+    let u = app.standard().await;
+    let g = insert_genie_with(&app, &u, "Mailer", None, true, &["support@example.test"]).await;
+    app.call(&u.token, "conversations", "create", None, json!({"genieId": g, "transcript": transcript()}))
+        .await
+        .ok(201);
+    let logs = report_logs(&app, &u, 1).await;
+    assert_eq!(logs, vec![("support@example.test".to_string(), "sent".to_string(), None)]);
+    let mails = smtp.mails();
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].from, "reports@genied.test");
+    assert_eq!(mails[0].to, vec!["support@example.test".to_string()]);
+    assert!(mails[0].data.contains("Subject: Conversation report: Mailer"), "{}", mails[0].data);
+    assert!(mails[0].data.contains("my name is Maria Garcia"), "{}", mails[0].data);
+    assert_eq!(app.count("notifications").await, 0, "delivered mail makes no notification");
+}
+
+#[tokio::test]
+async fn smtp_failure_is_logged_and_kept_as_a_notification() {
+    // A port nobody listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let app = TestApp::spawn_with(|c| c.smtp_url = Some(genied::config::Secret(format!("smtp://{closed}")))).await;
+    let u = app.standard().await;
+    let g = insert_genie_with(&app, &u, "Mailer", None, true, &["support@example.test"]).await;
+    app.call(&u.token, "conversations", "create", None, json!({"genieId": g, "transcript": transcript()}))
+        .await
+        .ok(201);
+    let logs = report_logs(&app, &u, 1).await;
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].1, "failed");
+    assert!(logs[0].2.as_deref().unwrap_or("").contains("SMTP"), "{logs:?}");
+    assert_eq!(app.count("notifications").await, 1);
+}

@@ -360,6 +360,21 @@ async fn stats_counts_null_and_non_standard_statuses_in_total_only() {
         &app.call(&u.token, "leads", "stats", None, json!({"filters": {"priority": "low", "status": "new"}})).await,
     );
     assert_eq!(s["total"], json!(7));
+    // The counters follow updates and deletes (and agree with the counting path).
+    let l = new_lead(&app, &u, json!({"agent_id": g2, "status": "qualified", "priority": "medium"})).await;
+    app.call(&u.token, "leads", "update", Some(l["id"].clone()), json!({"status": "converted", "agent_id": g}))
+        .await
+        .ok(200);
+    let s = stats(&app.call(&u.token, "leads", "stats", None, json!({})).await);
+    assert_eq!(s, json!({"total": 10, "by_status": {"new": 2, "contacted": 1, "qualified": 1, "converted": 4}}));
+    let s = stats(
+        &app.call(&u.token, "leads", "stats", None, json!({"filters": {"dateRange": "all", "priority": "medium"}}))
+            .await,
+    );
+    assert_eq!(s, json!({"total": 1, "by_status": {"new": 0, "contacted": 0, "qualified": 0, "converted": 1}}));
+    app.call(&u.token, "leads", "delete", Some(l["id"].clone()), json!({})).await.ok(200);
+    let s = stats(&app.call(&u.token, "leads", "stats", None, json!({"filters": {"agentIds": [g, g2]}})).await);
+    assert_eq!(s, json!({"total": 9, "by_status": {"new": 2, "contacted": 1, "qualified": 1, "converted": 3}}));
     // Admin: adminMode sees all users; userId scopes to one.
     let s = stats(&app.call(&admin.token, "leads", "stats", None, json!({"adminMode": true})).await);
     assert_eq!(s["total"], json!(10));
