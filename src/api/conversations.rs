@@ -35,6 +35,9 @@ struct ListReq {
     date_range: Option<String>,
     from: Option<String>,
     to: Option<String>,
+    /// The same members may also come under `data.filters` (as for leads, and from REST
+    /// query strings); top-level members win.
+    filters: Option<Box<ListReq>>,
 }
 
 #[derive(Deserialize)]
@@ -191,7 +194,15 @@ fn parse_time(s: &str, field: &str) -> ApiResult<String> {
         .map_err(|_| ApiError::validation(format!("{field} must be an RFC 3339 timestamp")))
 }
 
-fn filter(ctx: &Ctx, q: ListReq) -> ApiResult<Filter> {
+fn filter(ctx: &Ctx, mut q: ListReq) -> ApiResult<Filter> {
+    if let Some(f) = q.filters.take() {
+        q.genie_id = q.genie_id.or(f.genie_id);
+        q.status = q.status.or(f.status);
+        q.channel = q.channel.or(f.channel);
+        q.date_range = q.date_range.or(f.date_range);
+        q.from = q.from.or(f.from);
+        q.to = q.to.or(f.to);
+    }
     let admin_mode = ctx.principal.admin_option("adminMode", q.admin_mode.unwrap_or(false))?;
     let scope = if admin_mode { Scope::All } else { Scope::Readable(ctx.user_id().to_string()) };
     if let Some(s) = &q.status

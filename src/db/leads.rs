@@ -181,11 +181,7 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
 /// loaded, no sort). The status filter does not apply to stats.
 pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
     let (w, p) = where_clause(f, false);
-    let (table, n) = if f.priority.is_none() && f.search.is_none() && f.since.is_none() {
-        ("lead_status_counts", "l.n")
-    } else {
-        ("leads", "1")
-    };
+    let (table, n) = if counters_apply(f) { ("lead_status_counts", "l.n") } else { ("leads", "1") };
     c.query_row(
         &format!(
             "SELECT TOTAL({n}), TOTAL(CASE l.status WHEN 'new' THEN {n} END), TOTAL(CASE l.status WHEN 'contacted' THEN {n} END),
@@ -200,9 +196,19 @@ pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
     )
 }
 
+/// Matching leads; from `lead_status_counts` when only scope, agent and status filters apply.
 pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
     let (w, p) = where_clause(f, true);
+    if counters_apply(f) {
+        let sql = format!("SELECT TOTAL(l.n) FROM lead_status_counts l {w}");
+        return c.query_row(&sql, params_from_iter(p), |r| r.get::<_, f64>(0).map(|v| v as i64));
+    }
     c.query_row(&format!("SELECT COUNT(*) FROM leads l {w}"), params_from_iter(p), |r| r.get(0))
+}
+
+/// Whether `lead_status_counts` can answer for this filter (it has agent, owner and status).
+fn counters_apply(f: &Filter) -> bool {
+    f.priority.is_none() && f.search.is_none() && f.since.is_none()
 }
 
 /// One page, most recent first.

@@ -266,6 +266,9 @@ async fn create_list_get_update_delete() {
     assert_eq!(ids(&list(json!({"genieId": g2})).await), vec![old_id.clone()]);
     assert_eq!(ids(&list(json!({"status": "failed"})).await), vec![old_id.clone()]);
     assert_eq!(ids(&list(json!({"channel": "web"})).await), vec![id.clone()]);
+    assert_eq!(ids(&list(json!({"filters": {"genieId": g2, "status": "failed"}})).await), vec![old_id.clone()]);
+    let r = app.request(reqwest::Method::GET, "/v1/conversations?status=failed&limit=5", Some(&u.token), None).await;
+    assert_eq!(r.ok(200)["count"], json!(1));
     assert_eq!(ids(&list(json!({"dateRange": "30d"})).await), vec![id.clone()]);
     assert_eq!(
         ids(&list(json!({"from": "2020-01-01T00:00:00Z", "to": "2020-03-01T00:00:00Z"})).await),
@@ -369,8 +372,11 @@ async fn analyze_without_llm_extracts_deterministically_and_creates_the_lead() {
     let r = app.call(&u.token, "conversations", "analyze", Some(cid.clone()), json!({"createLead": false})).await;
     assert_eq!(r.ok(200)["lead_action"], json!("none"));
     let other = app.standard().await;
-    app.call(&other.token, "conversations", "analyze", Some(cid), json!({})).await.err(404, "NOT_FOUND");
-    // Deleting the conversation clears the lead's link.
+    app.call(&other.token, "conversations", "analyze", Some(cid.clone()), json!({})).await.err(404, "NOT_FOUND");
+    // Deleting the conversation keeps the lead and clears its link.
+    app.call(&u.token, "conversations", "delete", Some(cid.clone()), json!({})).await.ok(200);
+    let l = app.call(&u.token, "leads", "get", Some(lid), json!({})).await;
+    assert_eq!(l.ok(200)["lead"]["conversation_ref"], Value::Null);
 }
 
 #[tokio::test]

@@ -457,6 +457,11 @@ async fn all_and_list_filters_and_pagination() {
         let field = bad.as_object().unwrap().keys().next().unwrap().clone();
         assert!(r.body["error"]["message"].as_str().unwrap().contains(&field), "{}", r.body);
     }
+    // count: from the counters (scope/agent/status) and from the index scan (other filters).
+    assert_eq!(all(json!({"status": "qualified"})).await.ok(200)["count"], json!(1));
+    assert_eq!(all(json!({"agentIds": [g, g2], "status": "new"})).await.ok(200)["count"], json!(2));
+    assert_eq!(all(json!({"dateRange": "30d"})).await.ok(200)["count"], json!(2));
+    assert_eq!(all(json!({"searchTerm": "smith", "status": "new"})).await.ok(200)["count"], json!(1));
     // Pagination.
     let r = app.call(&u.token, "leads", "all", None, json!({"limit": 2, "offset": 1})).await;
     let data = r.ok(200);
