@@ -37,6 +37,8 @@ pub struct AppInner {
     pub llm: Option<Llm>,
     /// Worker genies: run executor, triggers, credential key.
     pub workers: crate::workers::Workers,
+    /// Outgoing mail: SMTP when configured, else dashboard notifications.
+    pub mail: crate::mail::Mailer,
 }
 
 pub type AppState = Arc<AppInner>;
@@ -55,6 +57,15 @@ pub struct App {
 /// Prepares the data directory (created if missing), secrets and database (migrated), and
 /// builds the router. Nothing listens yet.
 pub fn build_app(config: Config) -> anyhow::Result<App> {
+    build(config, None)
+}
+
+/// `build_app` with another voice provider (tests inject fakes of the voice platform).
+pub fn build_app_with_voice(config: Config, voice: DynVoice) -> anyhow::Result<App> {
+    build(config, Some(voice))
+}
+
+fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     secrets::ensure_private_dir(&config.data_dir)?;
@@ -73,13 +84,17 @@ pub fn build_app(config: Config) -> anyhow::Result<App> {
             "requeued jobs left running by a previous process"
         );
     }
-    let voice = crate::voice::from_config(&config, &db)?;
+    let voice = match voice {
+        Some(v) => v,
+        None => crate::voice::from_config(&config, &db)?,
+    };
     let state = Arc::new(AppInner {
         limits: RateLimits::new(&config),
         voice,
         net: Guarded::new(config.allow_private_outbound),
         llm: Llm::from_config(&config),
         workers: crate::workers::Workers::new(&config, &secrets),
+        mail: crate::mail::Mailer::from_config(&config)?,
         config,
         db,
         secrets,

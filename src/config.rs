@@ -178,6 +178,19 @@ pub struct Config {
         default_value_t = false
     )]
     pub worker_allow_seconds_cron: bool,
+    /// SMTP server for outgoing mail (conversation reports): `smtp://user:pass@host:587?tls=required`,
+    /// `smtps://user:pass@host`, or `smtp://host:25` (plain). Without it, mail is recorded as
+    /// dashboard notifications.
+    #[arg(long, env = "GENIED_SMTP_URL")]
+    pub smtp_url: Option<Secret>,
+
+    /// Sender address of outgoing mail.
+    #[arg(
+        long,
+        env = "GENIED_SMTP_FROM",
+        default_value = "genied <genied@localhost>"
+    )]
+    pub smtp_from: String,
 }
 
 impl Config {

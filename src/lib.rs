@@ -2,6 +2,7 @@
 //! around them, in one binary with SQLite inside. `build_app` + `serve` start it; `cli`
 //! holds the command line.
 
+pub mod analysis;
 pub mod api;
 pub mod app;
 pub mod auth;
@@ -14,6 +15,7 @@ pub mod http;
 pub mod jobs;
 pub mod knowledge;
 pub mod llm;
+pub mod mail;
 pub mod net;
 pub mod secrets;
 pub mod voice;

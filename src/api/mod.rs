@@ -4,10 +4,13 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod conversations;
 pub mod document_folders;
 pub mod documents;
 pub mod genie_groups;
 pub mod genies;
+pub mod lead_notes;
+pub mod leads;
 pub mod marketplace;
 pub mod notifications;
 pub mod profiles;
@@ -254,6 +257,9 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         "genies" => genies::handle(ctx, &req).await?,
         "genie-groups" => genie_groups::handle(ctx, &req).await?,
         "worker-genies" => worker_genies::handle(ctx, &req).await?,
+        "leads" => leads::handle(ctx, &req).await?,
+        "lead-notes" => lead_notes::handle(ctx, &req).await?,
+        "conversations" => conversations::handle(ctx, &req).await?,
         other => return Err(ApiError::invalid_action(other, &req.action)),
     };
     if mutating {

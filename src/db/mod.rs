@@ -5,10 +5,13 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod conversations;
 pub mod document_folders;
 pub mod documents;
 pub mod genie_groups;
 pub mod genies;
+pub mod lead_notes;
+pub mod leads;
 pub mod marketplace;
 pub mod notifications;
 pub mod qr_codes;

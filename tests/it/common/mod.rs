@@ -138,6 +138,39 @@ impl TestApp {
         }
     }
 
+    /// Starts the service with another voice provider (a test fake of the voice platform).
+    pub async fn spawn_with_voice(
+        voice: genied::voice::DynVoice,
+        tweak: impl FnOnce(&mut Config),
+    ) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = test_config(dir.path());
+        tweak(&mut config);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().unwrap();
+        config.public_url = Some(format!("http://{addr}"));
+        let app = genied::app::build_app_with_voice(config, voice).expect("build_app_with_voice");
+        let state = app.state.clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            genied::serve(app, listener, async move {
+                let _ = rx.await;
+            })
+            .await
+            .expect("serve");
+        });
+        TestApp {
+            base: format!("http://{addr}"),
+            state,
+            dir,
+            client: reqwest::Client::new(),
+            stop: Some(tx),
+            server: Some(server),
+        }
+    }
+
     /// Stops the server (graceful) and starts a new one on the same data directory.
     pub async fn restart(mut self) -> TestApp {
         self.shutdown().await;

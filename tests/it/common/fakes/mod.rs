@@ -3,6 +3,8 @@
 
 pub mod elevenlabs;
 pub mod http_api;
+pub mod llm;
 pub mod openai;
+pub mod smtp;
 pub mod transcripts;
 pub mod website;

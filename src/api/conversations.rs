@@ -1,0 +1,766 @@
+//! The `conversations` resource: records of calls and web chats with their transcripts.
+//! `sync` pulls them from the voice platform (idempotent by external id), `create` records
+//! one the service hosted itself, `analyze` extracts a summary, intent, sentiment and contact
+//! details and creates or fills the conversation's lead. Another user's conversation reads
+//! as absent (404).
+
+use rusqlite::Connection;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{ActionRequest, Ctx, Reply, page, parse_uuid};
+use crate::analysis::{self, Analysis};
+use crate::app::AppState;
+use crate::auth::Principal;
+use crate::db::conversations::{self as repo, CHANNELS, Conversation, Filter, STATUSES, Scope};
+use crate::db::leads as leads_repo;
+use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
+use crate::voice::Turn;
+
+/// Job kind that mails (or records) the report of a finished conversation.
+pub const REPORT_JOB: &str = "conversation.report";
+
+#[derive(Deserialize, Default)]
+struct ListReq {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    #[serde(rename = "adminMode")]
+    admin_mode: Option<bool>,
+    #[serde(rename = "genieId", alias = "genie_id", alias = "agentId")]
+    genie_id: Option<String>,
+    status: Option<String>,
+    channel: Option<String>,
+    #[serde(rename = "dateRange")]
+    date_range: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    /// The same members may also come under `data.filters` (as for leads, and from REST
+    /// query strings); top-level members win.
+    filters: Option<Box<ListReq>>,
+}
+
+#[derive(Deserialize)]
+struct TurnIn {
+    role: String,
+    message: Option<String>,
+    text: Option<String>,
+    #[serde(alias = "timeInCallSecs", alias = "time")]
+    time_in_call_secs: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateReq {
+    #[serde(rename = "genieId", alias = "genie_id", alias = "agentId")]
+    genie_id: String,
+    channel: Option<String>,
+    status: Option<String>,
+    #[serde(rename = "startedAt", alias = "started_at")]
+    started_at: Option<String>,
+    #[serde(rename = "durationSeconds", alias = "duration_seconds")]
+    duration_seconds: Option<i64>,
+    #[serde(default)]
+    transcript: Vec<TurnIn>,
+    summary: Option<String>,
+    metadata: Option<Value>,
+    tags: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateReq {
+    metadata: Option<Value>,
+    tags: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+struct SyncReq {
+    #[serde(rename = "genieId", alias = "genie_id", alias = "agentId")]
+    genie_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct AnalyzeReq {
+    #[serde(rename = "createLead", alias = "create_lead")]
+    create_lead: Option<bool>,
+}
+
+pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    match req.action.as_str() {
+        "all" | "list" => {
+            let q: ListReq = req.data()?;
+            let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
+            let f = filter(ctx, q)?;
+            let (items, count) = ctx
+                .db()
+                .read(move |c| Ok((repo::list(c, &f, limit, offset)?, repo::count(c, &f)?)))
+                .await?;
+            Ok(Reply::ok(
+                json!({"conversations": items, "count": count, "limit": limit, "offset": offset}),
+            ))
+        }
+        "get" => {
+            let id = req.uuid()?;
+            let p = ctx.principal.clone();
+            let conv = ctx.db().read(move |c| load(c, &p, &id, false)).await?;
+            Ok(Reply::ok(json!({"conversation": conv})))
+        }
+        "create" => create(ctx, req).await,
+        "update" => {
+            let id = req.uuid()?;
+            let q: UpdateReq = req.data()?;
+            let tags = match q.tags {
+                Some(t) => Some(check_tags(t)?),
+                None => None,
+            };
+            if let Some(m) = &q.metadata
+                && !m.is_object()
+            {
+                return Err(ApiError::validation("data.metadata must be an object"));
+            }
+            let p = ctx.principal.clone();
+            let conv = ctx
+                .db()
+                .write(move |c| {
+                    let before = load(c, &p, &id, true)?;
+                    // Metadata is merged member by member; a member set to null is removed.
+                    let metadata = q.metadata.map(|m| {
+                        let mut merged: Map<String, Value> =
+                            before.metadata.as_object().cloned().unwrap_or_default();
+                        for (k, v) in m.as_object().cloned().unwrap_or_default() {
+                            if v.is_null() {
+                                merged.remove(&k);
+                            } else {
+                                merged.insert(k, v);
+                            }
+                        }
+                        Value::Object(merged)
+                    });
+                    repo::set_meta(c, &id, metadata.as_ref(), tags.as_ref())?;
+                    Ok(repo::get(c, &id)?.expect("conversation exists"))
+                })
+                .await?;
+            Ok(Reply::ok(json!({"conversation": conv}))
+                .record(conv.id.clone())
+                .summary("updated a conversation"))
+        }
+        "delete" => {
+            let id = req.uuid()?;
+            let (p, rid) = (ctx.principal.clone(), id.clone());
+            ctx.db()
+                .write(move |c| {
+                    load(c, &p, &id, true)?;
+                    Ok(repo::delete(c, &id)?)
+                })
+                .await?;
+            Ok(Reply::deleted(&rid).summary("deleted a conversation"))
+        }
+        "sync" => sync(ctx, req).await,
+        "analyze" => analyze(ctx, req).await,
+        other => Err(ApiError::invalid_action(req.resource, other)),
+    }
+}
+
+/// A conversation the principal may reach: its owner, an admin, or (reading) a user the
+/// genie is assigned to. Anything else reads as absent.
+fn load(c: &Connection, p: &Principal, id: &str, write: bool) -> ApiResult<Conversation> {
+    let conv = repo::get(c, id)?.ok_or_else(|| ApiError::not_found("conversation"))?;
+    if p.is_admin() || conv.user_id == p.user_id {
+        return Ok(conv);
+    }
+    if !write
+        && let Some(g) = &conv.genie_id
+        && repo::is_assigned(c, g, &p.user_id)?
+    {
+        return Ok(conv);
+    }
+    Err(ApiError::not_found("conversation"))
+}
+
+fn check_tags(tags: Vec<String>) -> ApiResult<Value> {
+    if tags.len() > 50 {
+        return Err(ApiError::validation("data.tags must hold at most 50 tags"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for t in tags {
+        let t = t.trim().to_string();
+        if t.is_empty() || t.chars().count() > 50 {
+            return Err(ApiError::validation(
+                "data.tags: each tag must be 1 to 50 characters",
+            ));
+        }
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    Ok(json!(out))
+}
+
+fn parse_time(s: &str, field: &str) -> ApiResult<String> {
+    chrono::DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| crate::db::fmt_time(t.with_timezone(&chrono::Utc)))
+        .map_err(|_| ApiError::validation(format!("{field} must be an RFC 3339 timestamp")))
+}
+
+fn filter(ctx: &Ctx, mut q: ListReq) -> ApiResult<Filter> {
+    if let Some(f) = q.filters.take() {
+        q.genie_id = q.genie_id.or(f.genie_id);
+        q.status = q.status.or(f.status);
+        q.channel = q.channel.or(f.channel);
+        q.date_range = q.date_range.or(f.date_range);
+        q.from = q.from.or(f.from);
+        q.to = q.to.or(f.to);
+    }
+    let admin_mode = ctx
+        .principal
+        .admin_option("adminMode", q.admin_mode.unwrap_or(false))?;
+    let scope = if admin_mode {
+        Scope::All
+    } else {
+        Scope::Readable(ctx.user_id().to_string())
+    };
+    if let Some(s) = &q.status
+        && !STATUSES.contains(&s.as_str())
+    {
+        return Err(ApiError::validation(format!(
+            "data.status must be one of {}",
+            STATUSES.join(", ")
+        )));
+    }
+    if let Some(s) = &q.channel
+        && !CHANNELS.contains(&s.as_str())
+    {
+        return Err(ApiError::validation(format!(
+            "data.channel must be one of {}",
+            CHANNELS.join(", ")
+        )));
+    }
+    let mut since = match q.date_range.as_deref() {
+        None | Some("all") => None,
+        Some(r) => {
+            let days = match r {
+                "7d" => 7,
+                "30d" => 30,
+                "90d" => 90,
+                _ => {
+                    return Err(ApiError::validation(
+                        "data.dateRange must be one of 7d, 30d, 90d, all",
+                    ));
+                }
+            };
+            Some(crate::db::fmt_time(
+                chrono::Utc::now() - chrono::Duration::days(days),
+            ))
+        }
+    };
+    if let Some(f) = &q.from {
+        since = Some(parse_time(f, "data.from")?);
+    }
+    let until = match &q.to {
+        Some(t) => Some(parse_time(t, "data.to")?),
+        None => None,
+    };
+    let genie_id = match &q.genie_id {
+        Some(g) => Some(parse_uuid(g, "data.genieId")?),
+        None => None,
+    };
+    Ok(Filter {
+        scope,
+        genie_id,
+        status: q.status,
+        channel: q.channel,
+        since,
+        until,
+    })
+}
+
+/// Queues the report of a finished conversation when its genie asks for reports.
+fn queue_report(
+    c: &Connection,
+    conv_id: &str,
+    genie: Option<&repo::GenieRef>,
+) -> rusqlite::Result<bool> {
+    match genie {
+        Some(g) if g.send_reports && !g.support_emails.is_empty() => {
+            crate::jobs::enqueue(
+                c,
+                REPORT_JOB,
+                &json!({"conversation_id": conv_id}),
+                std::time::Duration::ZERO,
+                Some(5),
+            )?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let q: CreateReq = req.data()?;
+    let genie_id = parse_uuid(&q.genie_id, "data.genieId")?;
+    let channel = q.channel.unwrap_or_else(|| "web".into());
+    if !CHANNELS.contains(&channel.as_str()) {
+        return Err(ApiError::validation(format!(
+            "data.channel must be one of {}",
+            CHANNELS.join(", ")
+        )));
+    }
+    let status = q.status.unwrap_or_else(|| "done".into());
+    if !STATUSES.contains(&status.as_str()) {
+        return Err(ApiError::validation(format!(
+            "data.status must be one of {}",
+            STATUSES.join(", ")
+        )));
+    }
+    let started_at = match &q.started_at {
+        Some(s) => parse_time(s, "data.startedAt")?,
+        None => crate::db::now(),
+    };
+    let mut turns = Vec::with_capacity(q.transcript.len());
+    for (i, t) in q.transcript.into_iter().enumerate() {
+        let role = t.role.trim().to_lowercase();
+        if !["user", "agent"].contains(&role.as_str()) {
+            return Err(ApiError::validation(format!(
+                "data.transcript[{i}].role must be user or agent"
+            )));
+        }
+        let message = t.message.or(t.text).ok_or_else(|| {
+            ApiError::validation(format!("data.transcript[{i}].message is required"))
+        })?;
+        let time = t.time_in_call_secs.unwrap_or(0.0);
+        if !time.is_finite() || time < 0.0 {
+            return Err(ApiError::validation(format!(
+                "data.transcript[{i}].time_in_call_secs must be 0 or more"
+            )));
+        }
+        turns.push(Turn {
+            role,
+            message,
+            time_in_call_secs: time,
+        });
+    }
+    let duration = match q.duration_seconds {
+        Some(d) if d < 0 => {
+            return Err(ApiError::validation(
+                "data.durationSeconds must be 0 or more",
+            ));
+        }
+        Some(d) => d,
+        None => turns
+            .iter()
+            .map(|t| t.time_in_call_secs)
+            .fold(0.0, f64::max)
+            .ceil() as i64,
+    };
+    let metadata = q.metadata.unwrap_or_else(|| json!({}));
+    if !metadata.is_object() {
+        return Err(ApiError::validation("data.metadata must be an object"));
+    }
+    let tags = check_tags(q.tags.unwrap_or_default())?;
+    let p = ctx.principal.clone();
+    let conv = ctx
+        .db()
+        .write(move |c| {
+            let genie = repo::genie(c, &genie_id)?
+                .filter(|g| p.is_admin() || g.user_id == p.user_id)
+                .ok_or_else(ApiError::agent_not_found)?;
+            let id = repo::insert(
+                c,
+                &repo::NewConversation {
+                    user_id: &genie.user_id,
+                    genie_id: Some(&genie.id),
+                    external_id: None,
+                    channel: &channel,
+                    status: &status,
+                    started_at: &started_at,
+                    duration_seconds: duration,
+                    transcript: &turns,
+                    summary: q.summary.as_deref(),
+                    metadata: &metadata,
+                    tags: &tags,
+                },
+            )?;
+            if status == "done" {
+                queue_report(c, &id, Some(&genie))?;
+            }
+            Ok(repo::get(c, &id)?.expect("row just inserted"))
+        })
+        .await?;
+    if conv.status == "done" {
+        ctx.app.bus.emit(Event::new(
+            "conversation.completed",
+            &conv.user_id,
+            json!(conv),
+        ));
+        ctx.app.wake_jobs();
+    }
+    Ok(Reply::created(json!({"conversation": conv}))
+        .record(conv.id.clone())
+        .summary("recorded a conversation"))
+}
+
+#[derive(Default)]
+struct SyncCounts {
+    created: i64,
+    updated: i64,
+    unchanged: i64,
+    completed: Vec<Conversation>,
+    errors: Vec<Value>,
+}
+
+const FINAL: &[&str] = &["done", "failed"];
+
+async fn sync(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let q: SyncReq = req.data()?;
+    let me = ctx.user_id().to_string();
+    let genies = match q.genie_id {
+        Some(g) => {
+            let g = parse_uuid(&g, "data.genieId")?;
+            let genie = ctx
+                .db()
+                .read(move |c| Ok(repo::genie(c, &g)?.filter(|g| g.user_id == me)))
+                .await?
+                .ok_or_else(ApiError::agent_not_found)?;
+            if genie.external_agent_id.is_none() {
+                return Err(ApiError::validation(
+                    "data.genieId: this genie is not provisioned on the voice platform",
+                ));
+            }
+            vec![genie]
+        }
+        None => {
+            ctx.db()
+                .read(move |c| Ok(repo::syncable_genies(c, &me)?))
+                .await?
+        }
+    };
+    let mut n = SyncCounts::default();
+    for g in &genies {
+        if let Err(e) = sync_genie(&ctx.app, g, &mut n).await {
+            n.errors
+                .push(json!({"genie_id": g.id, "message": e.message}));
+        }
+    }
+    if !genies.is_empty()
+        && n.errors.len() == genies.len()
+        && n.created + n.updated + n.unchanged == 0
+    {
+        return Err(ApiError::upstream(format!(
+            "sync failed: {}",
+            n.errors[0]["message"].as_str().unwrap_or("")
+        )));
+    }
+    for conv in &n.completed {
+        ctx.app.bus.emit(Event::new(
+            "conversation.completed",
+            &conv.user_id,
+            json!(conv),
+        ));
+    }
+    if !n.completed.is_empty() {
+        ctx.app.wake_jobs();
+    }
+    let summary = format!(
+        "synced conversations: {} new, {} updated",
+        n.created, n.updated
+    );
+    Ok(Reply::ok(json!({
+        "genies": genies.len(),
+        "created": n.created,
+        "updated": n.updated,
+        "unchanged": n.unchanged,
+        "errors": n.errors,
+    }))
+    .summary(summary))
+}
+
+/// Pages through one genie's conversations on the platform. Each conversation is stored in
+/// its own transaction, so an interrupted sync keeps what it stored and the next one skips
+/// what has not changed.
+async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut SyncCounts) -> ApiResult<()> {
+    let agent = g.external_agent_id.clone().unwrap_or_default();
+    let mut cursor: Option<String> = None;
+    for _ in 0..1000 {
+        let page = app
+            .voice
+            .list_conversations(&agent, cursor.as_deref())
+            .await?;
+        for s in &page.conversations {
+            let ext = s.conversation_id.clone();
+            let known = app
+                .db
+                .read(move |c| Ok(repo::by_external(c, &ext)?))
+                .await?;
+            if let Some(k) = &known {
+                if k.user_id != g.user_id {
+                    n.errors.push(json!({"genie_id": g.id, "message": format!("conversation {} belongs to another account", s.conversation_id)}));
+                    continue;
+                }
+                if k.status == s.status
+                    && k.duration_seconds == s.call_duration_secs
+                    && FINAL.contains(&k.status.as_str())
+                {
+                    n.unchanged += 1;
+                    continue;
+                }
+            }
+            let d = app.voice.get_conversation(&s.conversation_id).await?;
+            let started =
+                chrono::DateTime::from_timestamp(d.start_time_unix_secs, 0).unwrap_or_default();
+            let started = crate::db::fmt_time(started);
+            let (genie, known_status) = (g.clone(), known.as_ref().map(|k| k.status.clone()));
+            let conv = app
+                .db
+                .write(move |c| {
+                    let id = match repo::by_external(c, &d.conversation_id)? {
+                        Some(k) => {
+                            repo::refresh_external(
+                                c,
+                                &k.id,
+                                &d.status,
+                                &started,
+                                d.call_duration_secs,
+                                &d.transcript,
+                                d.summary.as_deref(),
+                                &d.metadata,
+                            )?;
+                            k.id
+                        }
+                        None => repo::insert(
+                            c,
+                            &repo::NewConversation {
+                                user_id: &genie.user_id,
+                                genie_id: Some(&genie.id),
+                                external_id: Some(&d.conversation_id),
+                                channel: "phone",
+                                status: &d.status,
+                                started_at: &started,
+                                duration_seconds: d.call_duration_secs,
+                                transcript: &d.transcript,
+                                summary: d.summary.as_deref(),
+                                metadata: &json!({"provider": d.metadata}),
+                                tags: &json!([]),
+                            },
+                        )?,
+                    };
+                    let became_done = d.status == "done" && known_status.as_deref() != Some("done");
+                    if became_done {
+                        queue_report(c, &id, Some(&genie))?;
+                    }
+                    Ok((repo::get(c, &id)?.expect("row just written"), became_done))
+                })
+                .await?;
+            if known.is_some() {
+                n.updated += 1;
+            } else {
+                n.created += 1;
+            }
+            if conv.1 {
+                n.completed.push(conv.0);
+            }
+        }
+        match page.next_cursor {
+            Some(c) if !c.is_empty() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    Ok(())
+}
+
+async fn analyze(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let id = req.uuid()?;
+    let q: AnalyzeReq = req.data()?;
+    let create_lead = q.create_lead.unwrap_or(true);
+    let p = ctx.principal.clone();
+    let conv = ctx.db().read(move |c| load(c, &p, &id, true)).await?;
+    let turns = conv.turns();
+    let provider_summary = conv.metadata["provider_summary"]
+        .as_str()
+        .map(str::to_string)
+        .or(conv.summary.clone());
+    let a: Analysis = analysis::analyze(
+        ctx.app.llm.as_ref(),
+        &analysis::Input {
+            channel: &conv.channel,
+            duration_seconds: conv.duration_seconds,
+            transcript: &turns,
+            provider_summary: if conv.analysis.is_some() {
+                None
+            } else {
+                provider_summary.as_deref()
+            },
+        },
+    )
+    .await;
+    let analysis_json = json!(a);
+    let (p, conv_id, me) = (
+        ctx.principal.clone(),
+        conv.id.clone(),
+        ctx.user_id().to_string(),
+    );
+    let (conv, lead, lead_action) = ctx
+        .db()
+        .write(move |c| {
+            let conv = load(c, &p, &conv_id, true)?;
+            repo::set_analysis(c, &conv_id, &a.summary, &analysis_json)?;
+            let mut lead_action = "none";
+            let mut lead = None;
+            if create_lead
+                && let Some(genie_id) = &conv.genie_id
+            {
+                let contact = &a.contact;
+                let meta = json!({"source": "conversation_analysis", "conversation_id": conv_id, "intent": a.intent, "sentiment": a.sentiment, "method": a.method});
+                match leads_repo::get_by_conversation(c, &conv_id)? {
+                    Some(existing) => {
+                        // Fill only what the lead does not have yet: people's edits win.
+                        let mut fields: leads_repo::Fields = Vec::new();
+                        for (col, have, found) in [
+                            ("name", &existing.name, &contact.name),
+                            ("email", &existing.email, &contact.email),
+                            ("phone", &existing.phone, &contact.phone),
+                            ("budget", &existing.budget, &contact.budget),
+                            ("timeline", &existing.timeline, &contact.timeline),
+                        ] {
+                            if have.is_none()
+                                && let Some(v) = found
+                            {
+                                fields.push((col, v.clone().into()));
+                            }
+                        }
+                        if !fields.is_empty() {
+                            leads_repo::update(c, existing.id, &fields)?;
+                            leads_repo::log(c, existing.id, Some(&me), "conversation_analyzed", Some("Filled from conversation analysis"), Some(&meta))?;
+                            lead_action = "updated";
+                        }
+                        lead = leads_repo::get(c, existing.id)?;
+                    }
+                    None if contact.reachable() => {
+                        let s = |v: &Option<String>| v.clone().map(rusqlite::types::Value::from).unwrap_or(rusqlite::types::Value::Null);
+                        let fields: leads_repo::Fields = vec![
+                            ("agent_id", genie_id.clone().into()),
+                            ("user_id", conv.user_id.clone().into()),
+                            ("name", s(&contact.name)),
+                            ("email", s(&contact.email)),
+                            ("phone", s(&contact.phone)),
+                            ("budget", s(&contact.budget)),
+                            ("timeline", s(&contact.timeline)),
+                            ("status", "new".to_string().into()),
+                            ("metadata", meta.to_string().into()),
+                            ("conversation_ref", conv_id.clone().into()),
+                        ];
+                        let lid = leads_repo::insert(c, &fields)?;
+                        leads_repo::log(c, lid, Some(&me), "created", Some("Lead created from conversation analysis"), Some(&meta))?;
+                        lead = leads_repo::get(c, lid)?;
+                        lead_action = "created";
+                    }
+                    None => {}
+                }
+            }
+            Ok((repo::get(c, &conv_id)?.expect("conversation exists"), lead, lead_action))
+        })
+        .await?;
+    ctx.app.bus.emit(Event::new(
+        "conversation.analyzed",
+        &conv.user_id,
+        json!({"conversation": conv, "analysis": conv.analysis}),
+    ));
+    if let Some(l) = &lead {
+        match lead_action {
+            "created" => ctx
+                .app
+                .bus
+                .emit(Event::new("lead.created", &l.user_id, json!(l))),
+            "updated" => ctx
+                .app
+                .bus
+                .emit(Event::new("lead.updated", &l.user_id, json!(l))),
+            _ => {}
+        }
+    }
+    let method = conv
+        .analysis
+        .as_ref()
+        .and_then(|a| a["method"].as_str())
+        .unwrap_or("")
+        .to_string();
+    Ok(Reply::ok(json!({
+        "conversation": conv,
+        "analysis": conv.analysis,
+        "method": method,
+        "lead": lead,
+        "lead_action": lead_action,
+    }))
+    .record(conv.id.clone())
+    .summary(format!("analyzed a conversation ({method})")))
+}
+
+/// The `conversation.report` job: mails the conversation's report to its genie's support
+/// emails (or records it as a dashboard notification; see `mail`).
+pub async fn report_job(app: &AppState, payload: &Value) -> Result<(), String> {
+    let id = payload["conversation_id"]
+        .as_str()
+        .ok_or("payload has no conversation_id")?
+        .to_string();
+    let found = app
+        .db
+        .read(move |c| {
+            let Some(conv) = repo::get(c, &id)? else {
+                return Ok(None);
+            };
+            let genie = match &conv.genie_id {
+                Some(g) => repo::genie(c, g)?,
+                None => None,
+            };
+            Ok(Some((conv, genie)))
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    // Deleted since, or reports switched off since: nothing to send.
+    let Some((conv, Some(genie))) = found else {
+        return Ok(());
+    };
+    if !genie.send_reports || genie.support_emails.is_empty() {
+        return Ok(());
+    }
+    let turns = conv.turns();
+    let summary = match &conv.summary {
+        Some(s) => s.clone(),
+        None => {
+            analysis::deterministic(&analysis::Input {
+                channel: &conv.channel,
+                duration_seconds: conv.duration_seconds,
+                transcript: &turns,
+                provider_summary: None,
+            })
+            .summary
+        }
+    };
+    let subject = format!("Conversation report: {} ({})", genie.name, conv.started_at);
+    let mut transcript = analysis::transcript_text(&turns);
+    if transcript.chars().count() > 20_000 {
+        transcript = transcript.chars().take(20_000).collect::<String>() + "\n[…]";
+    }
+    let body = format!(
+        "Genie: {}\nChannel: {}\nStarted: {}\nDuration: {} s\nStatus: {}\n\nSummary:\n{}\n\nTranscript:\n{}\n",
+        genie.name,
+        conv.channel,
+        conv.started_at,
+        conv.duration_seconds,
+        conv.status,
+        summary,
+        transcript
+    );
+    crate::mail::send(
+        app,
+        &conv.user_id,
+        &genie.support_emails,
+        &subject,
+        &body,
+        "conversation_report",
+        json!({"conversation_id": conv.id, "genie_id": genie.id}),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}

@@ -1,0 +1,357 @@
+//! Conversation records (calls and web chats) with their transcripts. Records pulled from
+//! the voice platform are keyed by `external_id`, so syncing twice never duplicates one.
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{json_col, new_id, now};
+use crate::voice::Turn;
+
+/// Statuses a conversation can have (the voice platform's vocabulary).
+pub const STATUSES: &[&str] = &["initiated", "in-progress", "processing", "done", "failed"];
+pub const CHANNELS: &[&str] = &["phone", "web"];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Conversation {
+    pub id: String,
+    pub user_id: String,
+    pub genie_id: Option<String>,
+    /// `{id, name}` or null when the genie was deleted.
+    pub genie: Value,
+    pub external_id: Option<String>,
+    pub channel: String,
+    pub status: String,
+    pub started_at: String,
+    pub duration_seconds: i64,
+    pub turn_count: i64,
+    pub summary: Option<String>,
+    pub analysis: Option<Value>,
+    pub metadata: Value,
+    pub tags: Value,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Only in `get` (and create/update/analyze answers): `[{role, message, text, time_in_call_secs}]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<Value>,
+}
+
+impl Conversation {
+    pub fn turns(&self) -> Vec<Turn> {
+        self.transcript
+            .as_ref()
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .unwrap_or_default()
+    }
+}
+
+const COLS: &str = "c.id, c.user_id, c.genie_id, g.name, c.external_id, c.channel, c.status, c.started_at,
+    c.duration_seconds, json_array_length(c.transcript), c.summary, c.analysis, c.metadata, c.tags, c.created_at,
+    c.updated_at";
+
+fn from_row(r: &Row, with_transcript: bool) -> rusqlite::Result<Conversation> {
+    let genie_id: Option<String> = r.get(2)?;
+    let genie_name: Option<String> = r.get(3)?;
+    let transcript = if with_transcript {
+        let raw = json_col(r.get(16)?, json!([]));
+        let turns: Vec<Value> = raw
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|t| {
+                        let mut t = t.clone();
+                        t["text"] = t["message"].clone();
+                        t
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Value::Array(turns))
+    } else {
+        None
+    };
+    Ok(Conversation {
+        id: r.get(0)?,
+        user_id: r.get(1)?,
+        genie: match (&genie_id, genie_name) {
+            (Some(id), Some(name)) => json!({"id": id, "name": name}),
+            _ => Value::Null,
+        },
+        genie_id,
+        external_id: r.get(4)?,
+        channel: r.get(5)?,
+        status: r.get(6)?,
+        started_at: r.get(7)?,
+        duration_seconds: r.get(8)?,
+        turn_count: r.get::<_, Option<i64>>(9)?.unwrap_or(0),
+        summary: r.get(10)?,
+        analysis: r
+            .get::<_, Option<String>>(11)?
+            .map(|s| json_col(Some(s), Value::Null))
+            .filter(|v| !v.is_null()),
+        metadata: json_col(r.get(12)?, json!({})),
+        tags: json_col(r.get(13)?, json!([])),
+        created_at: r.get(14)?,
+        updated_at: r.get(15)?,
+        transcript,
+    })
+}
+
+/// Whose conversations a listing covers.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    All,
+    /// The user's own, plus those of genies assigned to them.
+    Readable(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Filter {
+    pub scope: Scope,
+    pub genie_id: Option<String>,
+    pub status: Option<String>,
+    pub channel: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+}
+
+fn where_clause(f: &Filter) -> (String, Vec<SqlValue>) {
+    let mut w: Vec<&str> = Vec::new();
+    let mut p: Vec<SqlValue> = Vec::new();
+    if let Scope::Readable(u) = &f.scope {
+        w.push("(c.user_id = ? OR c.genie_id IN (SELECT genie_id FROM genie_assignments WHERE user_id = ?))");
+        p.push(u.clone().into());
+        p.push(u.clone().into());
+    }
+    for (cond, v) in [
+        ("c.genie_id = ?", &f.genie_id),
+        ("c.status = ?", &f.status),
+        ("c.channel = ?", &f.channel),
+        ("c.started_at >= ?", &f.since),
+        ("c.started_at <= ?", &f.until),
+    ] {
+        if let Some(v) = v {
+            w.push(cond);
+            p.push(v.clone().into());
+        }
+    }
+    let sql = if w.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", w.join(" AND "))
+    };
+    (sql, p)
+}
+
+pub fn list(
+    c: &Connection,
+    f: &Filter,
+    limit: i64,
+    offset: i64,
+) -> rusqlite::Result<Vec<Conversation>> {
+    let (w, mut p) = where_clause(f);
+    p.push(limit.into());
+    p.push(offset.into());
+    let mut st = c.prepare(&format!(
+        "SELECT {COLS} FROM conversations c LEFT JOIN genies g ON g.id = c.genie_id {w}
+         ORDER BY c.started_at DESC, c.id DESC LIMIT ? OFFSET ?"
+    ))?;
+    st.query_map(params_from_iter(p), |r| from_row(r, false))?
+        .collect()
+}
+
+pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
+    let (w, p) = where_clause(f);
+    c.query_row(
+        &format!("SELECT COUNT(*) FROM conversations c {w}"),
+        params_from_iter(p),
+        |r| r.get(0),
+    )
+}
+
+/// One conversation with its transcript, whoever owns it (callers check access).
+pub fn get(c: &Connection, id: &str) -> rusqlite::Result<Option<Conversation>> {
+    c.query_row(
+        &format!(
+            "SELECT {COLS}, c.transcript FROM conversations c LEFT JOIN genies g ON g.id = c.genie_id WHERE c.id = ?1"
+        ),
+        [id],
+        |r| from_row(r, true),
+    )
+    .optional()
+}
+
+pub fn is_assigned(c: &Connection, genie_id: &str, user: &str) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM genie_assignments WHERE genie_id = ?1 AND user_id = ?2)",
+        [genie_id, user],
+        |r| r.get(0),
+    )
+}
+
+/// A genie as conversations need it.
+#[derive(Debug, Clone)]
+pub struct GenieRef {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    pub external_agent_id: Option<String>,
+    pub send_reports: bool,
+    pub support_emails: Vec<String>,
+}
+
+const GENIE_COLS: &str =
+    "id, user_id, name, external_agent_id, send_conversation_reports, support_emails";
+
+fn genie_row(r: &Row) -> rusqlite::Result<GenieRef> {
+    Ok(GenieRef {
+        id: r.get(0)?,
+        user_id: r.get(1)?,
+        name: r.get(2)?,
+        external_agent_id: r.get(3)?,
+        send_reports: r.get(4)?,
+        support_emails: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+    })
+}
+
+pub fn genie(c: &Connection, id: &str) -> rusqlite::Result<Option<GenieRef>> {
+    c.query_row(
+        &format!("SELECT {GENIE_COLS} FROM genies WHERE id = ?1"),
+        [id],
+        genie_row,
+    )
+    .optional()
+}
+
+/// The user's genies that live on the voice platform.
+pub fn syncable_genies(c: &Connection, user_id: &str) -> rusqlite::Result<Vec<GenieRef>> {
+    let mut st = c.prepare(&format!(
+        "SELECT {GENIE_COLS} FROM genies WHERE user_id = ?1 AND external_agent_id IS NOT NULL ORDER BY created_at"
+    ))?;
+    st.query_map([user_id], genie_row)?.collect()
+}
+
+pub struct NewConversation<'a> {
+    pub user_id: &'a str,
+    pub genie_id: Option<&'a str>,
+    pub external_id: Option<&'a str>,
+    pub channel: &'a str,
+    pub status: &'a str,
+    pub started_at: &'a str,
+    pub duration_seconds: i64,
+    pub transcript: &'a [Turn],
+    pub summary: Option<&'a str>,
+    pub metadata: &'a Value,
+    pub tags: &'a Value,
+}
+
+pub fn insert(c: &Connection, n: &NewConversation) -> rusqlite::Result<String> {
+    let (id, ts) = (new_id(), now());
+    c.execute(
+        "INSERT INTO conversations (id, user_id, genie_id, external_id, channel, status, started_at, duration_seconds,
+             transcript, summary, metadata, tags, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)",
+        params![
+            id,
+            n.user_id,
+            n.genie_id,
+            n.external_id,
+            n.channel,
+            n.status,
+            n.started_at,
+            n.duration_seconds,
+            serde_json::to_string(n.transcript).unwrap_or_else(|_| "[]".into()),
+            n.summary,
+            n.metadata.to_string(),
+            n.tags.to_string(),
+            ts
+        ],
+    )?;
+    Ok(id)
+}
+
+/// What sync knows of a stored external conversation.
+pub struct Known {
+    pub id: String,
+    pub user_id: String,
+    pub status: String,
+    pub duration_seconds: i64,
+}
+
+pub fn by_external(c: &Connection, external_id: &str) -> rusqlite::Result<Option<Known>> {
+    c.query_row(
+        "SELECT id, user_id, status, duration_seconds FROM conversations WHERE external_id = ?1",
+        [external_id],
+        |r| {
+            Ok(Known {
+                id: r.get(0)?,
+                user_id: r.get(1)?,
+                status: r.get(2)?,
+                duration_seconds: r.get(3)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// Refreshes a synced conversation from the platform; the user's metadata, tags and
+/// analysis stay, the platform's metadata goes under `metadata.provider`.
+#[allow(clippy::too_many_arguments)]
+pub fn refresh_external(
+    c: &Connection,
+    id: &str,
+    status: &str,
+    started_at: &str,
+    duration: i64,
+    transcript: &[Turn],
+    provider_summary: Option<&str>,
+    provider_meta: &Value,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE conversations SET status = ?2, started_at = ?3, duration_seconds = ?4, transcript = ?5,
+             summary = COALESCE(summary, ?6), metadata = json_set(metadata, '$.provider', json(?7)), updated_at = ?8
+         WHERE id = ?1",
+        params![
+            id,
+            status,
+            started_at,
+            duration,
+            serde_json::to_string(transcript).unwrap_or_else(|_| "[]".into()),
+            provider_summary,
+            provider_meta.to_string(),
+            now()
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn set_meta(
+    c: &Connection,
+    id: &str,
+    metadata: Option<&Value>,
+    tags: Option<&Value>,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE conversations SET metadata = COALESCE(?2, metadata), tags = COALESCE(?3, tags), updated_at = ?4 WHERE id = ?1",
+        params![id, metadata.map(|m| m.to_string()), tags.map(|t| t.to_string()), now()],
+    )?;
+    Ok(())
+}
+
+pub fn set_analysis(
+    c: &Connection,
+    id: &str,
+    summary: &str,
+    analysis: &Value,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE conversations SET summary = ?2, analysis = ?3, updated_at = ?4 WHERE id = ?1",
+        params![id, summary, analysis.to_string(), now()],
+    )?;
+    Ok(())
+}
+
+pub fn delete(c: &Connection, id: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute("DELETE FROM conversations WHERE id = ?1", [id])? == 1)
+}

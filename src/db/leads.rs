@@ -1,0 +1,431 @@
+//! Leads and their activity log. Leads keep the integer ids of the spec. Every listing is
+//! one SQL statement with its filters in the WHERE clause (never rows filtered in memory),
+//! and `stats` is a single GROUP BY, so both stay fast with millions of rows.
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{json_col, now};
+
+/// The four standard statuses, in their lifecycle order.
+pub const STATUSES: &[&str] = &["new", "contacted", "qualified", "converted"];
+pub const PRIORITIES: &[&str] = &["low", "medium", "high"];
+pub const CONTACT_METHODS: &[&str] = &["email", "phone", "sms"];
+
+/// The full lead object of the spec, plus `conversation_ref` (the UUID of the conversation
+/// an analysis linked it to).
+#[derive(Debug, Clone, Serialize)]
+pub struct Lead {
+    pub id: i64,
+    pub agent_id: String,
+    pub user_id: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub status: Option<String>,
+    pub priority: Option<String>,
+    pub budget: Option<String>,
+    pub timeline: Option<String>,
+    pub address: Option<Value>,
+    pub notes: Option<String>,
+    pub assigned_to: Option<String>,
+    pub conversation_id: Option<i64>,
+    pub primary_lead_id: Option<i64>,
+    pub is_decision_maker: Option<bool>,
+    pub preferred_contact_method: Option<String>,
+    pub preferred_contact_time: Option<String>,
+    pub metadata: Option<Value>,
+    pub created_at: String,
+    pub updated_at: Option<String>,
+    pub conversation_ref: Option<String>,
+    pub agent: Value,
+    /// The agent's owner; decides access, never serialized.
+    #[serde(skip)]
+    pub agent_owner: Option<String>,
+}
+
+impl Lead {
+    /// The summary `list` returns.
+    pub fn summary(&self) -> Value {
+        json!({
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "name": self.name,
+            "email": self.email,
+            "phone": self.phone,
+            "status": self.status,
+            "priority": self.priority,
+            "created_at": self.created_at,
+        })
+    }
+}
+
+const COLS: &str = "l.id, l.agent_id, l.user_id, l.name, l.email, l.phone, l.status, l.priority, l.budget,
+    l.timeline, l.address, l.notes, l.assigned_to, l.conversation_id, l.primary_lead_id, l.is_decision_maker,
+    l.preferred_contact_method, l.preferred_contact_time, l.metadata, l.created_at, l.updated_at,
+    l.conversation_ref, g.name, g.user_id";
+
+fn obj_col(s: Option<String>) -> Option<Value> {
+    s.map(|s| json_col(Some(s), Value::Null))
+        .filter(|v| !v.is_null())
+}
+
+fn from_row(r: &Row) -> rusqlite::Result<Lead> {
+    let agent_id: String = r.get(1)?;
+    let agent_name: Option<String> = r.get(22)?;
+    Ok(Lead {
+        id: r.get(0)?,
+        user_id: r.get(2)?,
+        name: r.get(3)?,
+        email: r.get(4)?,
+        phone: r.get(5)?,
+        status: r.get(6)?,
+        priority: r.get(7)?,
+        budget: r.get(8)?,
+        timeline: r.get(9)?,
+        address: obj_col(r.get(10)?),
+        notes: r.get(11)?,
+        assigned_to: r.get(12)?,
+        conversation_id: r.get(13)?,
+        primary_lead_id: r.get(14)?,
+        is_decision_maker: r.get::<_, Option<i64>>(15)?.map(|v| v != 0),
+        preferred_contact_method: r.get(16)?,
+        preferred_contact_time: r.get(17)?,
+        metadata: obj_col(r.get(18)?),
+        created_at: r.get(19)?,
+        updated_at: r.get(20)?,
+        conversation_ref: r.get(21)?,
+        agent: json!({"id": agent_id, "name": agent_name}),
+        agent_id,
+        agent_owner: r.get(23)?,
+    })
+}
+
+/// Whose leads a listing covers.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    /// Every lead (admin with `adminMode`).
+    All,
+    /// Leads whose `user_id` is this user (admin with `userId`).
+    User(String),
+    /// Leads of the agents this user owns or is assigned to.
+    AgentsOf(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Filter {
+    pub scope: Scope,
+    pub agent_ids: Vec<String>,
+    pub status: Option<String>,
+    pub priority: Option<String>,
+    pub search: Option<String>,
+    /// Lower bound on `created_at` (from `dateRange`).
+    pub since: Option<String>,
+}
+
+fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
+    let mut w: Vec<String> = Vec::new();
+    let mut p: Vec<SqlValue> = Vec::new();
+    match &f.scope {
+        Scope::All => {}
+        Scope::User(u) => {
+            w.push("l.user_id = ?".into());
+            p.push(u.clone().into());
+        }
+        Scope::AgentsOf(u) => {
+            w.push(
+                "l.agent_id IN (SELECT id FROM genies WHERE user_id = ? UNION SELECT genie_id FROM genie_assignments WHERE user_id = ?)"
+                    .into(),
+            );
+            p.push(u.clone().into());
+            p.push(u.clone().into());
+        }
+    }
+    if !f.agent_ids.is_empty() {
+        w.push(format!(
+            "l.agent_id IN ({})",
+            vec!["?"; f.agent_ids.len()].join(", ")
+        ));
+        p.extend(f.agent_ids.iter().map(|a| SqlValue::from(a.clone())));
+    }
+    if with_status && let Some(s) = &f.status {
+        w.push("l.status = ?".into());
+        p.push(s.clone().into());
+    }
+    if let Some(s) = &f.priority {
+        w.push("l.priority = ?".into());
+        p.push(s.clone().into());
+    }
+    if let Some(term) = &f.search {
+        if term.chars().count() >= 3 {
+            // The trigram index finds substrings, case-insensitively; the term is one phrase.
+            w.push("l.id IN (SELECT rowid FROM leads_search WHERE leads_search MATCH ?)".into());
+            p.push(format!("\"{}\"", term.replace('"', "\"\"")).into());
+        } else {
+            let pat = format!(
+                "%{}%",
+                term.replace('\\', "\\\\")
+                    .replace('%', "\\%")
+                    .replace('_', "\\_")
+            );
+            w.push("(l.name LIKE ? ESCAPE '\\' OR l.email LIKE ? ESCAPE '\\' OR l.phone LIKE ? ESCAPE '\\')".into());
+            p.push(pat.clone().into());
+            p.push(pat.clone().into());
+            p.push(pat.into());
+        }
+    }
+    if let Some(since) = &f.since {
+        w.push("l.created_at >= ?".into());
+        p.push(since.clone().into());
+    }
+    let sql = if w.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", w.join(" AND "))
+    };
+    (sql, p)
+}
+
+/// `(total, counts of the four standard statuses)`. Filtered by scope and agents only, it
+/// sums the trigger-maintained `lead_status_counts` (a few rows per agent); with priority,
+/// search or date filters it is one aggregate pass over the matching index entries (no rows
+/// loaded, no sort). The status filter does not apply to stats.
+pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
+    let (w, p) = where_clause(f, false);
+    let (table, n) = if counters_apply(f) {
+        ("lead_status_counts", "l.n")
+    } else {
+        ("leads", "1")
+    };
+    c.query_row(
+        &format!(
+            "SELECT TOTAL({n}), TOTAL(CASE l.status WHEN 'new' THEN {n} END), TOTAL(CASE l.status WHEN 'contacted' THEN {n} END),
+                 TOTAL(CASE l.status WHEN 'qualified' THEN {n} END), TOTAL(CASE l.status WHEN 'converted' THEN {n} END)
+             FROM {table} l {w}"
+        ),
+        params_from_iter(p),
+        |r| {
+            let n = |i: usize| r.get::<_, f64>(i).map(|v| v as i64);
+            Ok((n(0)?, [n(1)?, n(2)?, n(3)?, n(4)?]))
+        },
+    )
+}
+
+/// Matching leads; from `lead_status_counts` when only scope, agent and status filters apply.
+pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
+    let (w, p) = where_clause(f, true);
+    if counters_apply(f) {
+        let sql = format!("SELECT TOTAL(l.n) FROM lead_status_counts l {w}");
+        return c.query_row(&sql, params_from_iter(p), |r| {
+            r.get::<_, f64>(0).map(|v| v as i64)
+        });
+    }
+    c.query_row(
+        &format!("SELECT COUNT(*) FROM leads l {w}"),
+        params_from_iter(p),
+        |r| r.get(0),
+    )
+}
+
+/// Whether `lead_status_counts` can answer for this filter (it has agent, owner and status).
+fn counters_apply(f: &Filter) -> bool {
+    f.priority.is_none() && f.search.is_none() && f.since.is_none()
+}
+
+/// One page, most recent first.
+pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Result<Vec<Lead>> {
+    let (w, mut p) = where_clause(f, true);
+    p.push(limit.into());
+    p.push(offset.into());
+    // The page's ids come from the indexes alone; only those rows are read.
+    let mut st = c.prepare(&format!(
+        "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id
+         WHERE l.id IN (SELECT l.id FROM leads l {w} ORDER BY l.created_at DESC, l.id DESC LIMIT ? OFFSET ?)
+         ORDER BY l.created_at DESC, l.id DESC"
+    ))?;
+    st.query_map(params_from_iter(p), from_row)?.collect()
+}
+
+pub fn get(c: &Connection, id: i64) -> rusqlite::Result<Option<Lead>> {
+    c.query_row(
+        &format!(
+            "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id WHERE l.id = ?1"
+        ),
+        [id],
+        from_row,
+    )
+    .optional()
+}
+
+/// The lead an analysis of this conversation made, if any.
+pub fn get_by_conversation(
+    c: &Connection,
+    conversation_ref: &str,
+) -> rusqlite::Result<Option<Lead>> {
+    c.query_row(
+        &format!(
+            "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id
+             WHERE l.conversation_ref = ?1 ORDER BY l.id LIMIT 1"
+        ),
+        [conversation_ref],
+        from_row,
+    )
+    .optional()
+}
+
+/// A genie as leads see it: its owner, and whether `user` is assigned to it.
+pub struct AgentRef {
+    pub id: String,
+    pub owner: String,
+    pub assigned: bool,
+}
+
+pub fn agent(c: &Connection, agent_id: &str, user: &str) -> rusqlite::Result<Option<AgentRef>> {
+    c.query_row(
+        "SELECT g.id, g.user_id, EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?2)
+         FROM genies g WHERE g.id = ?1",
+        params![agent_id, user],
+        |r| Ok(AgentRef { id: r.get(0)?, owner: r.get(1)?, assigned: r.get(2)? }),
+    )
+    .optional()
+}
+
+pub fn user_exists(c: &Connection, user_id: &str) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?1)",
+        [user_id],
+        |r| r.get(0),
+    )
+}
+
+pub fn is_assigned(c: &Connection, agent_id: &str, user: &str) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM genie_assignments WHERE genie_id = ?1 AND user_id = ?2)",
+        [agent_id, user],
+        |r| r.get(0),
+    )
+}
+
+/// Column values for insert and update; `Null` stores SQL NULL.
+pub type Fields = Vec<(&'static str, SqlValue)>;
+
+/// Every column a client may set (`id`, `created_at` and `conversation_ref` excluded).
+pub const WRITABLE: &[&str] = &[
+    "agent_id",
+    "user_id",
+    "name",
+    "email",
+    "phone",
+    "status",
+    "priority",
+    "budget",
+    "timeline",
+    "address",
+    "notes",
+    "assigned_to",
+    "conversation_id",
+    "primary_lead_id",
+    "is_decision_maker",
+    "preferred_contact_method",
+    "preferred_contact_time",
+    "metadata",
+];
+
+pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
+    let ts = now();
+    let mut cols: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
+    let mut vals: Vec<SqlValue> = fields.iter().map(|(_, v)| v.clone()).collect();
+    cols.push("created_at");
+    vals.push(ts.clone().into());
+    cols.push("updated_at");
+    vals.push(ts.into());
+    c.execute(
+        &format!(
+            "INSERT INTO leads ({}) VALUES ({})",
+            cols.join(", "),
+            vec!["?"; cols.len()].join(", ")
+        ),
+        params_from_iter(vals),
+    )?;
+    Ok(c.last_insert_rowid())
+}
+
+pub fn update(c: &Connection, id: i64, fields: &Fields) -> rusqlite::Result<()> {
+    let mut sets: Vec<String> = fields.iter().map(|(k, _)| format!("{k} = ?")).collect();
+    let mut vals: Vec<SqlValue> = fields.iter().map(|(_, v)| v.clone()).collect();
+    sets.push("updated_at = ?".into());
+    vals.push(now().into());
+    vals.push(id.into());
+    c.execute(
+        &format!("UPDATE leads SET {} WHERE id = ?", sets.join(", ")),
+        params_from_iter(vals),
+    )?;
+    Ok(())
+}
+
+pub fn delete(c: &Connection, id: i64) -> rusqlite::Result<bool> {
+    Ok(c.execute("DELETE FROM leads WHERE id = ?1", [id])? == 1)
+}
+
+/// A row of `lead_activities`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Activity {
+    pub id: i64,
+    pub lead_id: i64,
+    pub user_id: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub description: Option<String>,
+    pub metadata: Option<Value>,
+    pub created_at: String,
+}
+
+const ACT_COLS: &str = "id, lead_id, user_id, type, description, metadata, created_at";
+
+fn activity_row(r: &Row) -> rusqlite::Result<Activity> {
+    Ok(Activity {
+        id: r.get(0)?,
+        lead_id: r.get(1)?,
+        user_id: r.get(2)?,
+        kind: r.get(3)?,
+        description: r.get(4)?,
+        metadata: obj_col(r.get(5)?),
+        created_at: r.get(6)?,
+    })
+}
+
+pub fn log(
+    c: &Connection,
+    lead_id: i64,
+    user_id: Option<&str>,
+    kind: &str,
+    description: Option<&str>,
+    metadata: Option<&Value>,
+) -> rusqlite::Result<Activity> {
+    c.query_row(
+        &format!(
+            "INSERT INTO lead_activities (lead_id, user_id, type, description, metadata, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING {ACT_COLS}"
+        ),
+        params![
+            lead_id,
+            user_id,
+            kind,
+            description,
+            metadata.map(|m| m.to_string()),
+            now()
+        ],
+        activity_row,
+    )
+}
+
+/// Most recent first.
+pub fn logs(c: &Connection, lead_id: i64, limit: i64) -> rusqlite::Result<Vec<Activity>> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT {ACT_COLS} FROM lead_activities WHERE lead_id = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
+    ))?;
+    st.query_map(params![lead_id, limit], activity_row)?
+        .collect()
+}

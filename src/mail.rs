@@ -1,0 +1,193 @@
+//! Outgoing mail (conversation reports, notifications to owners). With `--smtp-url` the
+//! message goes out over SMTP (lettre, rustls); without it, or when sending fails, the
+//! message is kept as a dashboard notification instead, so nothing is lost. Every attempt,
+//! one per recipient, is a row in `email_logs` with status `sent`, `failed` or `notified`.
+
+use lettre::message::Mailbox;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use rusqlite::{Connection, params};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::app::AppInner;
+use crate::config::Config;
+use crate::db::{new_id, now};
+use crate::error::ApiResult;
+
+pub struct Mailer {
+    smtp: Option<AsyncSmtpTransport<Tokio1Executor>>,
+    from: Mailbox,
+}
+
+impl Mailer {
+    /// `smtp://host:port` (plain, or STARTTLS with `?tls=required`), `smtps://host` (TLS);
+    /// credentials go in the URL's user info. An unusable URL or sender stops startup.
+    pub fn from_config(c: &Config) -> anyhow::Result<Mailer> {
+        let from: Mailbox = c.smtp_from.parse().map_err(|e| {
+            anyhow::anyhow!("--smtp-from '{}' is not a mail address: {e}", c.smtp_from)
+        })?;
+        let smtp = match c.smtp_url.as_ref().filter(|u| !u.0.is_empty()) {
+            None => None,
+            Some(url) => Some(
+                AsyncSmtpTransport::<Tokio1Executor>::from_url(&url.0)
+                    .map_err(|e| anyhow::anyhow!("--smtp-url is not usable: {e}"))?
+                    .timeout(Some(std::time::Duration::from_secs(30)))
+                    .build(),
+            ),
+        };
+        Ok(Mailer { smtp, from })
+    }
+
+    pub fn smtp_configured(&self) -> bool {
+        self.smtp.is_some()
+    }
+}
+
+/// What happened to one recipient.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub recipient: String,
+    /// `sent`, `failed` (SMTP refused; a notification was recorded) or `notified` (no SMTP).
+    pub status: &'static str,
+    pub error: Option<String>,
+}
+
+/// Mail to the outside world, on behalf of `user_id`. Messages that cannot go out over SMTP
+/// become one dashboard notification of `kind` for `user_id`, carrying `data`.
+pub async fn send(
+    app: &AppInner,
+    user_id: &str,
+    recipients: &[String],
+    subject: &str,
+    body: &str,
+    kind: &str,
+    data: Value,
+) -> ApiResult<Vec<Outcome>> {
+    let mut outcomes = Vec::with_capacity(recipients.len());
+    for to in recipients {
+        let outcome = match &app.mail.smtp {
+            None => Outcome {
+                recipient: to.clone(),
+                status: "notified",
+                error: None,
+            },
+            Some(smtp) => match deliver(smtp, &app.mail.from, to, subject, body).await {
+                Ok(()) => Outcome {
+                    recipient: to.clone(),
+                    status: "sent",
+                    error: None,
+                },
+                Err(e) => {
+                    tracing::warn!(recipient = %to, error = %e, "mail not sent; recording a dashboard notification");
+                    Outcome {
+                        recipient: to.clone(),
+                        status: "failed",
+                        error: Some(e),
+                    }
+                }
+            },
+        };
+        outcomes.push(outcome);
+    }
+    let (user, subject, body, kind) = (
+        user_id.to_string(),
+        subject.to_string(),
+        body.to_string(),
+        kind.to_string(),
+    );
+    let logged = outcomes.clone();
+    app.db
+        .write(move |c| {
+            for o in &logged {
+                log(
+                    c,
+                    &user,
+                    &o.recipient,
+                    &subject,
+                    &body,
+                    o.status,
+                    o.error.as_deref(),
+                )?;
+            }
+            let undelivered: Vec<&str> = logged
+                .iter()
+                .filter(|o| o.status != "sent")
+                .map(|o| o.recipient.as_str())
+                .collect();
+            if !undelivered.is_empty() || logged.is_empty() {
+                let mut data = data;
+                if let Some(o) = data.as_object_mut() {
+                    o.insert("recipients".into(), serde_json::json!(undelivered));
+                }
+                notify(c, &user, &kind, &subject, &body, &data)?;
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(outcomes)
+}
+
+async fn deliver(
+    smtp: &AsyncSmtpTransport<Tokio1Executor>,
+    from: &Mailbox,
+    to: &str,
+    subject: &str,
+    body: &str,
+) -> Result<(), String> {
+    let to: Mailbox = to
+        .parse()
+        .map_err(|e| format!("'{to}' is not a mail address: {e}"))?;
+    let msg = Message::builder()
+        .from(from.clone())
+        .to(to)
+        .subject(subject)
+        .body(body.to_string())
+        .map_err(|e| format!("building the message: {e}"))?;
+    smtp.send(msg)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("SMTP: {e}"))
+}
+
+pub fn log(
+    c: &Connection,
+    user_id: &str,
+    recipient: &str,
+    subject: &str,
+    body: &str,
+    status: &str,
+    error: Option<&str>,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "INSERT INTO email_logs (id, user_id, recipient, subject, body, status, error, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            new_id(),
+            user_id,
+            recipient,
+            subject,
+            body,
+            status,
+            error,
+            now()
+        ],
+    )?;
+    Ok(())
+}
+
+/// A dashboard notification for `user_id`.
+pub fn notify(
+    c: &Connection,
+    user_id: &str,
+    kind: &str,
+    title: &str,
+    body: &str,
+    data: &Value,
+) -> rusqlite::Result<String> {
+    let id = new_id();
+    c.execute(
+        "INSERT INTO notifications (id, user_id, kind, title, body, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![id, user_id, kind, title, body, data.to_string(), now()],
+    )?;
+    Ok(id)
+}

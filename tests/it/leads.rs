@@ -1,0 +1,1083 @@
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// Inserts a genie row directly (the genies resource lives in another branch).
+pub async fn insert_genie(app: &TestApp, owner: &User, name: &str) -> String {
+    insert_genie_with(app, owner, name, None, false, &[]).await
+}
+
+pub async fn insert_genie_with(
+    app: &TestApp,
+    owner: &User,
+    name: &str,
+    external_agent_id: Option<&str>,
+    reports: bool,
+    support_emails: &[&str],
+) -> String {
+    let id = uuid::Uuid::now_v7().to_string();
+    let (gid, uid, name, ext) = (
+        id.clone(),
+        owner.id.clone(),
+        name.to_string(),
+        external_agent_id.map(str::to_string),
+    );
+    let emails = json!(support_emails).to_string();
+    app.state
+        .db
+        .write(move |c| {
+            let ts = genied::db::now();
+            c.execute(
+                "INSERT INTO genies (id, user_id, name, name_lower, llm_model, created_at, updated_at,
+                     external_agent_id, send_conversation_reports, support_emails)
+                 VALUES (?1, ?2, ?3, lower(?3), 'gpt-test', ?4, ?4, ?5, ?6, ?7)",
+                rusqlite::params![gid, uid, name, ts, ext, reports, emails],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    id
+}
+
+pub async fn assign(app: &TestApp, genie: &str, user: &User) {
+    let (g, u) = (genie.to_string(), user.id.clone());
+    app.state
+        .db
+        .write(move |c| {
+            c.execute(
+                "INSERT INTO genie_assignments (genie_id, user_id, created_at) VALUES (?1, ?2, ?3)",
+                rusqlite::params![g, u, genied::db::now()],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
+pub async fn sql(app: &TestApp, stmt: &str) {
+    let s = stmt.to_string();
+    app.state
+        .db
+        .write(move |c| Ok(c.execute_batch(&s)?))
+        .await
+        .unwrap();
+}
+
+pub async fn new_lead(app: &TestApp, user: &User, data: Value) -> Value {
+    app.call(&user.token, "leads", "create", None, data)
+        .await
+        .ok(201)["lead"]
+        .clone()
+}
+
+#[tokio::test]
+async fn create_returns_the_full_lead_object() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "Sales Genie").await;
+    let r = app
+        .call(
+            &u.token,
+            "leads",
+            "create",
+            None,
+            json!({"agent_id": g, "name": "Ann", "email": "ann@example.test", "phone": "+15550100",
+                   "priority": "high", "budget": "10k", "timeline": "Q3", "address": {"city": "Berlin"},
+                   "notes": "n", "assigned_to": "bob", "conversation_id": 7, "is_decision_maker": true,
+                   "preferred_contact_method": "sms", "preferred_contact_time": "mornings", "metadata": {"src": "web"}}),
+        )
+        .await;
+    let lead = &r.ok(201)["lead"];
+    assert!(lead["id"].is_i64());
+    assert_eq!(lead["agent_id"], json!(g));
+    assert_eq!(lead["user_id"], json!(u.id));
+    assert_eq!(lead["status"], json!("new"), "status defaults to new");
+    assert_eq!(lead["priority"], json!("high"));
+    assert_eq!(lead["address"], json!({"city": "Berlin"}));
+    assert_eq!(lead["metadata"], json!({"src": "web"}));
+    assert_eq!(lead["conversation_id"], json!(7));
+    assert_eq!(lead["is_decision_maker"], json!(true));
+    assert_eq!(lead["preferred_contact_method"], json!("sms"));
+    assert_eq!(lead["primary_lead_id"], Value::Null);
+    assert_eq!(lead["agent"], json!({"id": g, "name": "Sales Genie"}));
+    assert!(lead["created_at"].as_str().unwrap().ends_with('Z'));
+    assert!(lead["updated_at"].is_string());
+    for k in [
+        "id",
+        "agent_id",
+        "user_id",
+        "name",
+        "email",
+        "phone",
+        "status",
+        "priority",
+        "budget",
+        "timeline",
+        "address",
+        "notes",
+        "assigned_to",
+        "conversation_id",
+        "primary_lead_id",
+        "is_decision_maker",
+        "preferred_contact_method",
+        "preferred_contact_time",
+        "metadata",
+        "created_at",
+        "updated_at",
+        "agent",
+    ] {
+        assert!(lead.get(k).is_some(), "member {k} missing: {lead}");
+    }
+    // Minimal lead: nullable fields are null.
+    let l2 = new_lead(&app, &u, json!({"agent_id": g})).await;
+    for k in [
+        "name",
+        "email",
+        "phone",
+        "priority",
+        "budget",
+        "address",
+        "metadata",
+        "is_decision_maker",
+    ] {
+        assert_eq!(l2[k], Value::Null, "{k}");
+    }
+    // get answers the same object.
+    let got = app
+        .call(
+            &u.token,
+            "leads",
+            "get",
+            Some(json!(lead["id"].to_string())),
+            json!({}),
+        )
+        .await;
+    assert_eq!(got.ok(200)["lead"], *lead);
+    // A "created" activity was written.
+    assert_eq!(app.count("lead_activities").await, 2);
+}
+
+#[tokio::test]
+async fn user_id_is_resolved_supplied_then_agent_owner_then_caller() {
+    let app = TestApp::spawn().await;
+    let owner = app.standard().await;
+    let other = app.standard().await;
+    let admin = app.admin().await;
+    let g = insert_genie(&app, &owner, "G").await;
+    // 1. supplied (admin, for another user; both spellings)
+    let l = new_lead(&app, &admin, json!({"agent_id": g, "user_id": other.id})).await;
+    assert_eq!(l["user_id"], json!(other.id));
+    let l = new_lead(&app, &admin, json!({"agent_id": g, "userId": other.id})).await;
+    assert_eq!(l["user_id"], json!(other.id));
+    // 2. the agent's owner (admin creating under someone else's agent)
+    let l = new_lead(&app, &admin, json!({"agent_id": g})).await;
+    assert_eq!(l["user_id"], json!(owner.id));
+    // 3. the caller, who owns the agent; supplying oneself is allowed
+    let l = new_lead(&app, &owner, json!({"agent_id": g})).await;
+    assert_eq!(l["user_id"], json!(owner.id));
+    let l = new_lead(&app, &owner, json!({"agent_id": g, "userId": owner.id})).await;
+    assert_eq!(l["user_id"], json!(owner.id));
+    let before = app.count("leads").await;
+    // A regular user naming another user: 403.
+    app.call(
+        &owner.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": g, "user_id": other.id}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    // An unknown user: 400.
+    app.call(
+        &admin.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": g, "user_id": uuid::Uuid::new_v4().to_string()}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    assert_eq!(app.count("leads").await, before);
+}
+
+#[tokio::test]
+async fn create_checks_agent_and_enumerations() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let g = insert_genie(&app, &u, "Mine").await;
+    let theirs = insert_genie(&app, &other, "Theirs").await;
+    app.call(
+        &u.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": theirs}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &u.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": uuid::Uuid::new_v4().to_string()}),
+    )
+    .await
+    .err(404, "AGENT_NOT_FOUND");
+    let r = app
+        .call(&u.token, "leads", "create", None, json!({"name": "x"}))
+        .await;
+    r.err(400, "VALIDATION_ERROR");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("agent_id")
+    );
+    for (field, bad) in [
+        ("status", "won"),
+        ("priority", "urgent"),
+        ("preferred_contact_method", "fax"),
+    ] {
+        let r = app
+            .call(
+                &u.token,
+                "leads",
+                "create",
+                None,
+                json!({"agent_id": g, field: bad}),
+            )
+            .await;
+        r.err(400, "VALIDATION_ERROR");
+        assert!(
+            r.body["error"]["message"].as_str().unwrap().contains(field),
+            "{}",
+            r.body
+        );
+    }
+    for v in ["new", "contacted", "qualified", "converted"] {
+        assert_eq!(
+            new_lead(&app, &u, json!({"agent_id": g, "status": v})).await["status"],
+            json!(v)
+        );
+    }
+    for v in ["low", "medium", "high"] {
+        assert_eq!(
+            new_lead(&app, &u, json!({"agent_id": g, "priority": v})).await["priority"],
+            json!(v)
+        );
+    }
+    for v in ["email", "phone", "sms"] {
+        assert_eq!(
+            new_lead(
+                &app,
+                &u,
+                json!({"agent_id": g, "preferred_contact_method": v})
+            )
+            .await["preferred_contact_method"],
+            json!(v)
+        );
+    }
+    // Explicit null status is kept null.
+    assert_eq!(
+        new_lead(&app, &u, json!({"agent_id": g, "status": null})).await["status"],
+        Value::Null
+    );
+    app.call(
+        &u.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": g, "address": "street"}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    app.call(
+        &u.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": g, "bogus": 1}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    assert_eq!(app.count("leads").await, 11);
+}
+
+#[tokio::test]
+async fn get_update_delete_and_access() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let admin = app.admin().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let g2 = insert_genie(&app, &u, "G2").await;
+    let theirs = insert_genie(&app, &other, "T").await;
+    let lead = new_lead(&app, &u, json!({"agent_id": g, "name": "Ann"})).await;
+    let id = lead["id"].as_i64().unwrap();
+    let mut events = app.state.bus.subscribe();
+
+    // 404 for a missing lead; 403 for another's; admin reaches it.
+    app.call(&u.token, "leads", "get", Some(json!(999999)), json!({}))
+        .await
+        .err(404, "NOT_FOUND");
+    app.call(&other.token, "leads", "get", Some(json!(id)), json!({}))
+        .await
+        .err(403, "FORBIDDEN");
+    app.call(&admin.token, "leads", "get", Some(json!(id)), json!({}))
+        .await
+        .ok(200);
+    app.call(&u.token, "leads", "get", Some(json!("abc")), json!({}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+
+    // update: partial, null clears, status change logged.
+    let r = app
+        .call(
+            &u.token,
+            "leads",
+            "update",
+            Some(json!(id)),
+            json!({"status": "contacted", "email": "a@b.test", "name": null, "agent_id": g2}),
+        )
+        .await;
+    let l = &r.ok(200)["lead"];
+    assert_eq!(l["status"], json!("contacted"));
+    assert_eq!(l["email"], json!("a@b.test"));
+    assert_eq!(l["name"], Value::Null);
+    assert_eq!(l["agent"], json!({"id": g2, "name": "G2"}));
+    assert_eq!(l["created_at"], lead["created_at"]);
+    let logs = app
+        .call(&u.token, "leads", "getLogs", Some(json!(id)), json!({}))
+        .await;
+    let acts = logs.ok(200)["activities"].as_array().unwrap().clone();
+    assert_eq!(acts[0]["type"], json!("status_change"));
+    assert_eq!(
+        acts[0]["metadata"],
+        json!({"from": "new", "to": "contacted", "changed_by": u.id})
+    );
+    assert_eq!(acts[0]["user_id"], json!(u.id));
+    assert_eq!(
+        acts[0]["description"],
+        json!("Status changed from new to contacted")
+    );
+
+    // Events: updated and status_changed.
+    let mut kinds = vec![];
+    while let Ok(e) = events.try_recv() {
+        kinds.push(e.kind);
+    }
+    assert_eq!(kinds, vec!["lead.updated", "lead.status_changed"]);
+
+    // An update without a status change writes no activity.
+    let n = app.count("lead_activities").await;
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(id)),
+        json!({"budget": "5k"}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(app.count("lead_activities").await, n);
+
+    // Bad updates change nothing.
+    for data in [
+        json!({"id": 5}),
+        json!({"created_at": "2020-01-01T00:00:00.000Z"}),
+        json!({"status": "lost"}),
+        json!({"priority": "p1", "name": "X"}),
+        json!({"preferred_contact_method": "pigeon"}),
+    ] {
+        app.call(&u.token, "leads", "update", Some(json!(id)), data)
+            .await
+            .err(400, "VALIDATION_ERROR");
+    }
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(id)),
+        json!({"agent_id": theirs}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &other.token,
+        "leads",
+        "update",
+        Some(json!(id)),
+        json!({"name": "Hijack"}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(id)),
+        json!({"user_id": other.id}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(424242)),
+        json!({"name": "x"}),
+    )
+    .await
+    .err(404, "NOT_FOUND");
+    let now = app
+        .call(&u.token, "leads", "get", Some(json!(id)), json!({}))
+        .await
+        .ok(200)["lead"]
+        .clone();
+    assert_eq!(now["name"], Value::Null);
+    assert_eq!(now["status"], json!("contacted"));
+    assert_eq!(now["agent_id"], json!(g2));
+
+    // delete: another's is 403; own is hard.
+    app.call(&other.token, "leads", "delete", Some(json!(id)), json!({}))
+        .await
+        .err(403, "FORBIDDEN");
+    let d = app
+        .call(&u.token, "leads", "delete", Some(json!(id)), json!({}))
+        .await;
+    assert!(
+        d.ok(200)["message"]
+            .as_str()
+            .unwrap()
+            .contains(&id.to_string())
+    );
+    app.call(&u.token, "leads", "get", Some(json!(id)), json!({}))
+        .await
+        .err(404, "NOT_FOUND");
+    app.call(&u.token, "leads", "delete", Some(json!(id)), json!({}))
+        .await
+        .err(404, "NOT_FOUND");
+    assert_eq!(
+        app.count("lead_activities").await,
+        0,
+        "activities go with the lead"
+    );
+    app.call(&u.token, "leads", "frobnicate", None, json!({}))
+        .await
+        .err(400, "INVALID_ACTION");
+}
+
+#[tokio::test]
+async fn log_and_get_logs_most_recent_first_with_limit() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let id = new_lead(&app, &u, json!({"agent_id": g})).await["id"]
+        .as_i64()
+        .unwrap();
+    for i in 0..5 {
+        let r = app
+            .call(
+                &u.token,
+                "leads",
+                "log",
+                Some(json!(id)),
+                json!({"type": "call", "description": format!("call {i}"), "metadata": {"n": i}}),
+            )
+            .await;
+        let a = &r.ok(201)["activity"];
+        assert_eq!(a["type"], json!("call"));
+        assert_eq!(a["lead_id"], json!(id));
+        assert_eq!(a["metadata"], json!({"n": i}));
+    }
+    let r = app
+        .call(
+            &u.token,
+            "leads",
+            "getLogs",
+            Some(json!(id)),
+            json!({"limit": 3}),
+        )
+        .await;
+    let acts = r.ok(200)["activities"].as_array().unwrap().clone();
+    let d: Vec<&str> = acts
+        .iter()
+        .map(|a| a["description"].as_str().unwrap())
+        .collect();
+    assert_eq!(d, vec!["call 4", "call 3", "call 2"]);
+    let all = app
+        .call(&u.token, "leads", "getLogs", Some(json!(id)), json!({}))
+        .await;
+    let all = all.ok(200)["activities"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 6);
+    assert_eq!(all.last().unwrap()["type"], json!("created"));
+    app.call(
+        &u.token,
+        "leads",
+        "getLogs",
+        Some(json!(id)),
+        json!({"limit": 0}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    app.call(
+        &u.token,
+        "leads",
+        "log",
+        Some(json!(id)),
+        json!({"description": "no type"}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    app.call(
+        &u.token,
+        "leads",
+        "log",
+        Some(json!(id)),
+        json!({"type": "x", "metadata": [1]}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    app.call(
+        &other.token,
+        "leads",
+        "log",
+        Some(json!(id)),
+        json!({"type": "x"}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(&other.token, "leads", "getLogs", Some(json!(id)), json!({}))
+        .await
+        .err(403, "FORBIDDEN");
+    app.call(&u.token, "leads", "getLogs", Some(json!(777)), json!({}))
+        .await
+        .err(404, "NOT_FOUND");
+    assert_eq!(app.count("lead_activities").await, 6);
+}
+
+#[tokio::test]
+async fn stats_counts_null_and_non_standard_statuses_in_total_only() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let admin = app.admin().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let g2 = insert_genie(&app, &u, "G2").await;
+    let og = insert_genie(&app, &other, "O").await;
+    for s in [
+        "new",
+        "new",
+        "contacted",
+        "qualified",
+        "converted",
+        "converted",
+        "converted",
+    ] {
+        new_lead(
+            &app,
+            &u,
+            json!({"agent_id": g, "status": s, "priority": "low"}),
+        )
+        .await;
+    }
+    new_lead(&app, &u, json!({"agent_id": g2, "status": null})).await;
+    let weird = new_lead(&app, &u, json!({"agent_id": g2, "priority": "high"})).await;
+    sql(
+        &app,
+        &format!(
+            "UPDATE leads SET status = 'archived' WHERE id = {}",
+            weird["id"]
+        ),
+    )
+    .await;
+    new_lead(&app, &other, json!({"agent_id": og})).await;
+
+    let stats = |r: &Resp| r.ok(200)["stats"].clone();
+    let s = stats(&app.call(&u.token, "leads", "stats", None, json!({})).await);
+    assert_eq!(
+        s,
+        json!({"total": 9, "by_status": {"new": 2, "contacted": 1, "qualified": 1, "converted": 3}})
+    );
+    // Filters apply; status is not a stats filter and is ignored.
+    let s = stats(
+        &app.call(
+            &u.token,
+            "leads",
+            "stats",
+            None,
+            json!({"filters": {"agentId": g2}}),
+        )
+        .await,
+    );
+    assert_eq!(
+        s,
+        json!({"total": 2, "by_status": {"new": 0, "contacted": 0, "qualified": 0, "converted": 0}})
+    );
+    let s = stats(
+        &app.call(
+            &u.token,
+            "leads",
+            "stats",
+            None,
+            json!({"filters": {"priority": "low", "status": "new"}}),
+        )
+        .await,
+    );
+    assert_eq!(s["total"], json!(7));
+    // The counters follow updates and deletes (and agree with the counting path).
+    let l = new_lead(
+        &app,
+        &u,
+        json!({"agent_id": g2, "status": "qualified", "priority": "medium"}),
+    )
+    .await;
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(l["id"].clone()),
+        json!({"status": "converted", "agent_id": g}),
+    )
+    .await
+    .ok(200);
+    let s = stats(&app.call(&u.token, "leads", "stats", None, json!({})).await);
+    assert_eq!(
+        s,
+        json!({"total": 10, "by_status": {"new": 2, "contacted": 1, "qualified": 1, "converted": 4}})
+    );
+    let s = stats(
+        &app.call(
+            &u.token,
+            "leads",
+            "stats",
+            None,
+            json!({"filters": {"dateRange": "all", "priority": "medium"}}),
+        )
+        .await,
+    );
+    assert_eq!(
+        s,
+        json!({"total": 1, "by_status": {"new": 0, "contacted": 0, "qualified": 0, "converted": 1}})
+    );
+    app.call(
+        &u.token,
+        "leads",
+        "delete",
+        Some(l["id"].clone()),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    let s = stats(
+        &app.call(
+            &u.token,
+            "leads",
+            "stats",
+            None,
+            json!({"filters": {"agentIds": [g, g2]}}),
+        )
+        .await,
+    );
+    assert_eq!(
+        s,
+        json!({"total": 9, "by_status": {"new": 2, "contacted": 1, "qualified": 1, "converted": 3}})
+    );
+    // Admin: adminMode sees all users; userId scopes to one.
+    let s = stats(
+        &app.call(
+            &admin.token,
+            "leads",
+            "stats",
+            None,
+            json!({"adminMode": true}),
+        )
+        .await,
+    );
+    assert_eq!(s["total"], json!(10));
+    let s = stats(
+        &app.call(
+            &admin.token,
+            "leads",
+            "stats",
+            None,
+            json!({"userId": other.id}),
+        )
+        .await,
+    );
+    assert_eq!(s["total"], json!(1));
+    let s = stats(
+        &app.call(&admin.token, "leads", "stats", None, json!({}))
+            .await,
+    );
+    assert_eq!(
+        s["total"],
+        json!(0),
+        "without adminMode an admin sees the leads of their own agents"
+    );
+    // Admin options are 403 for others.
+    app.call(&u.token, "leads", "stats", None, json!({"adminMode": true}))
+        .await
+        .err(403, "FORBIDDEN");
+    app.call(&u.token, "leads", "stats", None, json!({"userId": u.id}))
+        .await
+        .err(403, "FORBIDDEN");
+    app.call(&u.token, "leads", "all", None, json!({"adminMode": true}))
+        .await
+        .err(403, "FORBIDDEN");
+    app.call(&u.token, "leads", "list", None, json!({"userId": other.id}))
+        .await
+        .err(403, "FORBIDDEN");
+    // Another's agent in a filter: 403; an unknown agent: 404.
+    app.call(
+        &u.token,
+        "leads",
+        "stats",
+        None,
+        json!({"filters": {"agentId": og}}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &u.token,
+        "leads",
+        "all",
+        None,
+        json!({"filters": {"agentIds": [g, og]}}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &u.token,
+        "leads",
+        "all",
+        None,
+        json!({"filters": {"agentId": uuid::Uuid::new_v4().to_string()}}),
+    )
+    .await
+    .err(404, "AGENT_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn all_and_list_filters_and_pagination() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let g2 = insert_genie(&app, &u, "G2").await;
+    let g3 = insert_genie(&app, &u, "G3").await;
+    let og = insert_genie(&app, &other, "O").await;
+    let a = new_lead(&app, &u, json!({"agent_id": g, "name": "Alice Smith", "email": "alice@acme.test", "status": "qualified", "priority": "high"})).await;
+    let b = new_lead(
+        &app,
+        &u,
+        json!({"agent_id": g, "name": "Bob", "phone": "+49 30 1234", "priority": "low"}),
+    )
+    .await;
+    let c = new_lead(
+        &app,
+        &u,
+        json!({"agent_id": g2, "name": "Carol", "email": "carol@smith.test"}),
+    )
+    .await;
+    let d = new_lead(&app, &u, json!({"agent_id": g3, "name": "Dan"})).await;
+    new_lead(&app, &other, json!({"agent_id": og, "name": "Alice Other"})).await;
+    // Age some leads.
+    sql(
+        &app,
+        &format!(
+            "UPDATE leads SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = {}",
+            d["id"]
+        ),
+    )
+    .await;
+    let ten_days = genied::db::fmt_time(chrono::Utc::now() - chrono::Duration::days(10));
+    let sixty_days = genied::db::fmt_time(chrono::Utc::now() - chrono::Duration::days(60));
+    sql(
+        &app,
+        &format!(
+            "UPDATE leads SET created_at = '{ten_days}' WHERE id = {}",
+            c["id"]
+        ),
+    )
+    .await;
+    sql(
+        &app,
+        &format!(
+            "UPDATE leads SET created_at = '{sixty_days}' WHERE id = {}",
+            b["id"]
+        ),
+    )
+    .await;
+
+    let ids = |r: &Resp| -> Vec<i64> {
+        r.ok(200)["leads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["id"].as_i64().unwrap())
+            .collect()
+    };
+    let (ia, ib, ic, id) = (
+        a["id"].as_i64().unwrap(),
+        b["id"].as_i64().unwrap(),
+        c["id"].as_i64().unwrap(),
+        d["id"].as_i64().unwrap(),
+    );
+    let all = |f: Value| app.call(&u.token, "leads", "all", None, json!({"filters": f}));
+    assert_eq!(
+        ids(&all(json!({})).await),
+        vec![ia, ic, ib, id],
+        "most recent first, own agents only"
+    );
+    assert_eq!(ids(&all(json!({"agentId": g})).await), vec![ia, ib]);
+    assert_eq!(ids(&all(json!({"agentIds": [g2, g3]})).await), vec![ic, id]);
+    assert_eq!(ids(&all(json!({"status": "qualified"})).await), vec![ia]);
+    assert_eq!(ids(&all(json!({"priority": "low"})).await), vec![ib]);
+    assert_eq!(
+        ids(&all(json!({"searchTerm": "smith"})).await),
+        vec![ia, ic],
+        "name or email"
+    );
+    assert_eq!(
+        ids(&all(json!({"searchTerm": "30 12"})).await),
+        vec![ib],
+        "phone"
+    );
+    assert_eq!(
+        ids(&all(json!({"searchTerm": "%"})).await),
+        Vec::<i64>::new(),
+        "wildcards are literal"
+    );
+    assert_eq!(
+        ids(&all(json!({"searchTerm": "bO"})).await),
+        vec![ib],
+        "short terms, case-insensitive"
+    );
+    assert_eq!(ids(&all(json!({"searchTerm": "ALICE"})).await), vec![ia]);
+    // The search index follows updates and deletes.
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(id)),
+        json!({"name": "Danielle Smith"}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(
+        ids(&all(json!({"searchTerm": "smith"})).await),
+        vec![ia, ic, id]
+    );
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(id)),
+        json!({"name": "Dan"}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(
+        ids(&all(json!({"searchTerm": "smith"})).await),
+        vec![ia, ic]
+    );
+    assert_eq!(ids(&all(json!({"dateRange": "7d"})).await), vec![ia]);
+    assert_eq!(ids(&all(json!({"dateRange": "30d"})).await), vec![ia, ic]);
+    assert_eq!(
+        ids(&all(json!({"dateRange": "90d"})).await),
+        vec![ia, ic, ib]
+    );
+    assert_eq!(
+        ids(&all(json!({"dateRange": "all"})).await),
+        vec![ia, ic, ib, id]
+    );
+    assert_eq!(
+        ids(&all(
+            json!({"agentId": g, "priority": "high", "searchTerm": "ali", "dateRange": "7d"})
+        )
+        .await),
+        vec![ia]
+    );
+    for bad in [
+        json!({"dateRange": "1y"}),
+        json!({"status": "lost"}),
+        json!({"priority": "p0"}),
+        json!({"agentId": "nope"}),
+        json!({"agentIds": "x"}),
+    ] {
+        let r = all(bad.clone()).await;
+        r.err(400, "VALIDATION_ERROR");
+        let field = bad.as_object().unwrap().keys().next().unwrap().clone();
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(&field),
+            "{}",
+            r.body
+        );
+    }
+    // count: from the counters (scope/agent/status) and from the index scan (other filters).
+    assert_eq!(
+        all(json!({"status": "qualified"})).await.ok(200)["count"],
+        json!(1)
+    );
+    assert_eq!(
+        all(json!({"agentIds": [g, g2], "status": "new"}))
+            .await
+            .ok(200)["count"],
+        json!(2)
+    );
+    assert_eq!(
+        all(json!({"dateRange": "30d"})).await.ok(200)["count"],
+        json!(2)
+    );
+    assert_eq!(
+        all(json!({"searchTerm": "smith", "status": "new"}))
+            .await
+            .ok(200)["count"],
+        json!(1)
+    );
+    // Pagination.
+    let r = app
+        .call(
+            &u.token,
+            "leads",
+            "all",
+            None,
+            json!({"limit": 2, "offset": 1}),
+        )
+        .await;
+    let data = r.ok(200);
+    assert_eq!(
+        (
+            data["count"].clone(),
+            data["limit"].clone(),
+            data["offset"].clone()
+        ),
+        (json!(4), json!(2), json!(1))
+    );
+    assert_eq!(ids(&r), vec![ic, ib]);
+    assert_eq!(data["leads"][0]["agent"], json!({"id": g2, "name": "G2"}));
+    app.call(&u.token, "leads", "all", None, json!({"limit": 0}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+    app.call(&u.token, "leads", "all", None, json!({"offset": -1}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+    // list: summaries with count, same filters.
+    let r = app
+        .call(
+            &u.token,
+            "leads",
+            "list",
+            None,
+            json!({"filters": {"agentId": g}, "limit": 1}),
+        )
+        .await;
+    let data = r.ok(200);
+    assert_eq!(data["count"], json!(2));
+    assert_eq!(
+        data.as_object().unwrap().len(),
+        2,
+        "list data is {{leads, count}}"
+    );
+    let s = data["leads"][0].as_object().unwrap();
+    let mut keys: Vec<&str> = s.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        vec![
+            "agent_id",
+            "created_at",
+            "email",
+            "id",
+            "name",
+            "phone",
+            "priority",
+            "status"
+        ]
+    );
+    // REST: GET /v1/leads runs list.
+    let r = app
+        .request(reqwest::Method::GET, "/v1/leads", Some(&u.token), None)
+        .await;
+    assert_eq!(r.ok(200)["count"], json!(4));
+}
+
+#[tokio::test]
+async fn consumers_read_leads_of_assigned_genies_only() {
+    let app = TestApp::spawn().await;
+    let owner = app.standard().await;
+    let consumer = app.consumer().await;
+    let g = insert_genie(&app, &owner, "G").await;
+    let g2 = insert_genie(&app, &owner, "G2").await;
+    assign(&app, &g, &consumer).await;
+    let l = new_lead(&app, &owner, json!({"agent_id": g})).await;
+    let l2 = new_lead(&app, &owner, json!({"agent_id": g2})).await;
+    let r = app
+        .call(&consumer.token, "leads", "all", None, json!({}))
+        .await;
+    assert_eq!(r.ok(200)["count"], json!(1));
+    app.call(
+        &consumer.token,
+        "leads",
+        "get",
+        Some(l["id"].clone()),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    app.call(
+        &consumer.token,
+        "leads",
+        "get",
+        Some(l2["id"].clone()),
+        json!({}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &consumer.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": g}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &consumer.token,
+        "leads",
+        "update",
+        Some(l["id"].clone()),
+        json!({"name": "x"}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    assert_eq!(app.count("leads").await, 2);
+}
+
+#[tokio::test]
+async fn create_emits_lead_created_and_is_audited() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let mut events = app.state.bus.subscribe();
+    let l = new_lead(&app, &u, json!({"agent_id": g, "name": "Eve"})).await;
+    let e = events.try_recv().unwrap();
+    assert_eq!(e.kind, "lead.created");
+    assert_eq!(e.user_id, u.id);
+    assert_eq!(e.data["id"], l["id"]);
+    let r = app
+        .call(&u.token, "activities", "list", None, json!({}))
+        .await;
+    let acts = r.ok(200).to_string();
+    assert!(acts.contains("created lead Eve"), "{acts}");
+}
