@@ -21,7 +21,7 @@ pub fn full_genie(
         .next()
         .map(|p| json!({"number": p.number, "status": p.status}));
     let page = g.page_slug.as_ref().map(|slug| {
-        json!({"slug": slug, "welcome_message": g.web_welcome_message, "url": format!("{base}/p/{slug}")})
+        json!({"slug": slug, "welcome_message": g.web_welcome_message, "url": format!("{base}/g/{slug}")})
     });
     let group = match &g.group_id {
         Some(gid) => genie_groups::find(c, gid)?
