@@ -103,7 +103,8 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
     });
     let extra = Router::new()
         .merge(http::public_page::routes())
-        .merge(crate::api::documents::upload::routes());
+        .merge(crate::api::documents::upload::routes())
+        .merge(http::hooks::routes());
     let router = http::router(state.clone(), extra);
     Ok(App { state, router })
 }

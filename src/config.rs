@@ -149,6 +149,10 @@ pub struct Config {
     )]
     pub elevenlabs_base_url: String,
 
+    /// Secret of the ElevenLabs post-call webhook; enables `POST /v1/hooks/elevenlabs`.
+    #[arg(long, env = "GENIED_ELEVENLABS_WEBHOOK_SECRET", hide_env_values = true)]
+    pub elevenlabs_webhook_secret: Option<Secret>,
+
     /// E.164 numbers the local provider hands out: comma-separated numbers or ranges
     /// `FIRST-LAST`. The default is the fictional NANP 555-0100..0199 block, which never rings a real phone.
     #[arg(

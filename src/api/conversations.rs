@@ -16,7 +16,7 @@ use crate::db::conversations::{self as repo, CHANNELS, Conversation, Filter, STA
 use crate::db::leads as leads_repo;
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
-use crate::voice::Turn;
+use crate::voice::{ConversationDetail, Turn};
 
 /// Job kind that mails (or records) the report of a finished conversation.
 pub const REPORT_JOB: &str = "conversation.report";
@@ -506,58 +506,14 @@ async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut SyncCounts) -> A
                 }
             }
             let d = app.voice.get_conversation(&s.conversation_id).await?;
-            let started =
-                chrono::DateTime::from_timestamp(d.start_time_unix_secs, 0).unwrap_or_default();
-            let started = crate::db::fmt_time(started);
-            let (genie, known_status) = (g.clone(), known.as_ref().map(|k| k.status.clone()));
-            let conv = app
-                .db
-                .write(move |c| {
-                    let id = match repo::by_external(c, &d.conversation_id)? {
-                        Some(k) => {
-                            repo::refresh_external(
-                                c,
-                                &k.id,
-                                &d.status,
-                                &started,
-                                d.call_duration_secs,
-                                &d.transcript,
-                                d.summary.as_deref(),
-                                &d.metadata,
-                            )?;
-                            k.id
-                        }
-                        None => repo::insert(
-                            c,
-                            &repo::NewConversation {
-                                user_id: &genie.user_id,
-                                genie_id: Some(&genie.id),
-                                external_id: Some(&d.conversation_id),
-                                channel: "phone",
-                                status: &d.status,
-                                started_at: &started,
-                                duration_seconds: d.call_duration_secs,
-                                transcript: &d.transcript,
-                                summary: d.summary.as_deref(),
-                                metadata: &json!({"provider": d.metadata}),
-                                tags: &json!([]),
-                            },
-                        )?,
-                    };
-                    let became_done = d.status == "done" && known_status.as_deref() != Some("done");
-                    if became_done {
-                        queue_report(c, &id, Some(&genie))?;
-                    }
-                    Ok((repo::get(c, &id)?.expect("row just written"), became_done))
-                })
-                .await?;
-            if known.is_some() {
-                n.updated += 1;
-            } else {
+            let stored = store_provider_conversation(app, g, d).await?;
+            if stored.created {
                 n.created += 1;
+            } else {
+                n.updated += 1;
             }
-            if conv.1 {
-                n.completed.push(conv.0);
+            if stored.became_done {
+                n.completed.push(stored.conversation);
             }
         }
         match page.next_cursor {
@@ -566,6 +522,93 @@ async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut SyncCounts) -> A
         }
     }
     Ok(())
+}
+
+/// What storing one provider conversation did.
+pub struct Stored {
+    pub conversation: Conversation,
+    pub created: bool,
+    /// It reached `done` just now: its report is queued and `conversation.completed` is due.
+    pub became_done: bool,
+}
+
+/// Inserts or refreshes the conversation the provider reported for genie `g`, keyed by the
+/// provider's conversation id (so it is idempotent), and queues the report when it just
+/// finished. Shared by `sync` (polling) and the provider's post-call webhook.
+pub async fn store_provider_conversation(
+    app: &AppState,
+    g: &repo::GenieRef,
+    d: ConversationDetail,
+) -> ApiResult<Stored> {
+    let started = chrono::DateTime::from_timestamp(d.start_time_unix_secs, 0).unwrap_or_default();
+    let started = crate::db::fmt_time(started);
+    let genie = g.clone();
+    app.db
+        .write(move |c| {
+            let known = repo::by_external(c, &d.conversation_id)?;
+            if let Some(k) = &known
+                && k.user_id != genie.user_id
+            {
+                return Err(ApiError::conflict(format!(
+                    "conversation {} belongs to another account",
+                    d.conversation_id
+                )));
+            }
+            let known_status = known.as_ref().map(|k| k.status.clone());
+            let id = match known {
+                Some(k) => {
+                    repo::refresh_external(
+                        c,
+                        &k.id,
+                        &d.status,
+                        &started,
+                        d.call_duration_secs,
+                        &d.transcript,
+                        d.summary.as_deref(),
+                        &d.metadata,
+                    )?;
+                    k.id
+                }
+                None => repo::insert(
+                    c,
+                    &repo::NewConversation {
+                        user_id: &genie.user_id,
+                        genie_id: Some(&genie.id),
+                        external_id: Some(&d.conversation_id),
+                        channel: "phone",
+                        status: &d.status,
+                        started_at: &started,
+                        duration_seconds: d.call_duration_secs,
+                        transcript: &d.transcript,
+                        summary: d.summary.as_deref(),
+                        metadata: &json!({"provider": d.metadata}),
+                        tags: &json!([]),
+                    },
+                )?,
+            };
+            let became_done = d.status == "done" && known_status.as_deref() != Some("done");
+            if became_done {
+                queue_report(c, &id, Some(&genie))?;
+            }
+            Ok(Stored {
+                conversation: repo::get(c, &id)?.expect("row just written"),
+                created: known_status.is_none(),
+                became_done,
+            })
+        })
+        .await
+}
+
+/// Runs `analyze` on a stored conversation as the caller in `ctx` (the provider webhook uses
+/// it with the genie owner's principal); returns the action's `data`.
+pub async fn analyze_stored(ctx: &Ctx, conversation_id: &str) -> ApiResult<Value> {
+    let req = ActionRequest {
+        resource: "conversations",
+        action: "analyze".into(),
+        id: Some(Value::String(conversation_id.to_string())),
+        data: json!({}),
+    };
+    Ok(analyze(ctx, &req).await?.data)
 }
 
 async fn analyze(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {

@@ -224,6 +224,16 @@ pub fn genie(c: &Connection, id: &str) -> rusqlite::Result<Option<GenieRef>> {
     .optional()
 }
 
+/// The genie provisioned on the voice platform as `agent_id`.
+pub fn genie_by_agent(c: &Connection, agent_id: &str) -> rusqlite::Result<Option<GenieRef>> {
+    c.query_row(
+        &format!("SELECT {GENIE_COLS} FROM genies WHERE external_agent_id = ?1"),
+        [agent_id],
+        genie_row,
+    )
+    .optional()
+}
+
 /// The user's genies that live on the voice platform.
 pub fn syncable_genies(c: &Connection, user_id: &str) -> rusqlite::Result<Vec<GenieRef>> {
     let mut st = c.prepare(&format!(

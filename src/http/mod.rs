@@ -4,6 +4,7 @@
 
 pub mod auth_routes;
 pub mod envelope;
+pub mod hooks;
 pub mod public_page;
 pub mod rate_limit;
 pub mod rest;

@@ -19,6 +19,7 @@ mod leads;
 mod marketplace;
 mod notifications;
 mod profiles;
+mod provider_hooks;
 mod public_page;
 mod qr_codes;
 mod rate_limit;
