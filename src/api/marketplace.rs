@@ -7,14 +7,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::profiles::double_option;
-use super::{ActionRequest, Ctx, Reply, page, parse_uuid};
+use super::{ActionRequest, Ctx, Reply, genies, page, parse_uuid};
 use crate::db::{
     self,
     marketplace::{Browse, Listing, ListingUpdate, Scope},
 };
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
-use crate::voice::AgentSpec;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -331,58 +329,22 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 .filter(|l| (l.status == "published" && !l.is_hidden) || l.user_id == uid)
                 .ok_or_else(|| ApiError::not_found("listing"))?;
             let name = name_in.unwrap_or_else(|| l.name.clone());
-            let spec = AgentSpec {
-                name: name.clone(),
-                system_prompt: l.system_prompt.clone(),
-                first_message: l.first_message.clone(),
-                voice_id: l.voice_id.clone(),
-                llm_model: l.llm_model.clone(),
-                temperature: l.temperature,
-                max_tokens: l.max_tokens,
-                ..AgentSpec::default()
-            };
-            // Provision first: a provider failure leaves no genie row behind.
-            let agent_id = ctx.app.voice.create_agent(&spec).await?;
-            let (l2, n2, a2) = (l.clone(), name.clone(), agent_id.clone());
-            let res = ctx
-                .db()
-                .write(move |c| {
-                    let base = db::qr_codes::slugify(&n2);
-                    let slug = loop {
-                        let s =
-                            format!("{base}-{}", &uuid::Uuid::new_v4().simple().to_string()[..6]);
-                        if !db::marketplace::slug_taken(c, &s)? {
-                            break s;
-                        }
-                    };
-                    let gid = db::marketplace::install(c, &l2, &uid, &n2, &a2, &slug)?;
-                    let count: i64 = c.query_row(
-                        "SELECT install_count FROM marketplace_listings WHERE id = ?1",
-                        [&l2.id],
-                        |r| r.get(0),
-                    )?;
-                    Ok((gid, slug, count))
-                })
-                .await;
-            let (gid, slug, count) = match res {
-                Ok(v) => v,
-                Err(e) => {
-                    if let Err(pe) = ctx.app.voice.delete_agent(&agent_id).await {
-                        tracing::error!(error = %pe, agent = %agent_id, "could not remove the agent of a failed install");
-                    }
-                    return Err(e);
-                }
-            };
-            let genie = json!({
-                "id": gid, "name": name, "description": l.description, "category": l.category,
-                "system_prompt": l.system_prompt, "first_message": l.first_message, "voice_id": l.voice_id,
-                "llm_model": l.llm_model, "temperature": l.temperature, "max_tokens": l.max_tokens,
-                "settings": l.settings, "external_agent_id": agent_id, "is_active": true,
-                "page": {"slug": slug, "url": format!("{}/g/{slug}", ctx.app.config.public_base()), "welcome_message": l.web_welcome_message},
+            // The genies module creates it: provisioned first, nothing left behind on a
+            // provider failure, `genie.created` emitted. Never a phone, leads or documents.
+            let input = json!({
+                "genieName": name, "description": l.description, "category": l.category,
+                "systemPrompt": l.system_prompt, "firstMessage": l.first_message,
+                "webWelcomeMessage": l.web_welcome_message, "voiceId": l.voice_id,
+                "llmModel": l.llm_model, "temperature": l.temperature, "maxTokens": l.max_tokens,
+                "settings": l.settings, "setupCompleted": true,
             });
-            ctx.app
-                .bus
-                .emit(Event::new("genie.created", ctx.user_id(), genie.clone()));
+            let genie = genies::create_genie_for(&ctx.app, &uid, input).await?;
+            let gid = genie["id"].as_str().unwrap_or_default().to_string();
+            let (lid, g2) = (l.id.clone(), gid.clone());
+            let count = ctx
+                .db()
+                .write(move |c| Ok(db::marketplace::record_install(c, &lid, &uid, &g2)?))
+                .await?;
             let s = format!(
                 "installed genie '{name}' from marketplace listing '{}'",
                 l.name

@@ -489,3 +489,25 @@ pub fn owner(c: &Connection, user_id: &str) -> rusqlite::Result<Option<Value>> {
     })
     .optional()
 }
+
+/// A slug for a new genie page: the name's letters and digits, and a random suffix.
+pub fn new_slug(name: &str) -> String {
+    let mut base = String::new();
+    for ch in name.to_lowercase().chars() {
+        if ch.is_ascii_alphanumeric() {
+            base.push(ch);
+        } else if !base.ends_with('-') && !base.is_empty() {
+            base.push('-');
+        }
+        if base.len() >= 40 {
+            break;
+        }
+    }
+    let base = base.trim_matches('-');
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    if base.is_empty() {
+        format!("genie-{suffix}")
+    } else {
+        format!("{base}-{suffix}")
+    }
+}

@@ -263,42 +263,20 @@ pub fn delete(c: &Connection, id: &str) -> rusqlite::Result<bool> {
 
 /// Creates the installed genie row (already provisioned as `external_agent_id`) and counts
 /// the install. Returns the new genie id.
-pub fn install(
+/// Records that `user_id` installed the listing as `genie_id`; returns the new install count.
+pub fn record_install(
     c: &Connection,
-    l: &Listing,
+    listing_id: &str,
     user_id: &str,
-    name: &str,
-    external_agent_id: &str,
-    slug: &str,
-) -> rusqlite::Result<String> {
-    let gid = new_id();
-    let at = now();
-    c.execute(
-        "INSERT INTO genies (id, user_id, external_agent_id, name, name_lower, description, category, system_prompt,
-             first_message, voice_id, llm_model, temperature, max_tokens, settings, page_slug, web_welcome_message,
-             setup_completed, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 1, ?17, ?17)",
-        params![
-            gid, user_id, external_agent_id, name, name.to_lowercase(), l.description, l.category, l.system_prompt,
-            l.first_message, l.voice_id, l.llm_model, l.temperature, l.max_tokens, l.settings.to_string(), slug,
-            l.web_welcome_message, at
-        ],
-    )?;
+    genie_id: &str,
+) -> rusqlite::Result<i64> {
     c.execute(
         "INSERT INTO marketplace_installs (id, listing_id, user_id, genie_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![new_id(), l.id, user_id, gid, at],
+        params![new_id(), listing_id, user_id, genie_id, now()],
     )?;
-    c.execute(
-        "UPDATE marketplace_listings SET install_count = install_count + 1 WHERE id = ?1",
-        [&l.id],
-    )?;
-    Ok(gid)
-}
-
-pub fn slug_taken(c: &Connection, slug: &str) -> rusqlite::Result<bool> {
     c.query_row(
-        "SELECT EXISTS(SELECT 1 FROM genies WHERE page_slug = ?1)",
-        [slug],
+        "UPDATE marketplace_listings SET install_count = install_count + 1 WHERE id = ?1 RETURNING install_count",
+        [listing_id],
         |r| r.get(0),
     )
 }

@@ -31,25 +31,7 @@ fn from_row(r: &Row) -> rusqlite::Result<QrCode> {
     })
 }
 
-/// A URL-safe slug from a name: lower-case ASCII letters and digits joined by `-`.
-pub fn slugify(name: &str) -> String {
-    let mut s = String::new();
-    for ch in name.chars().flat_map(char::to_lowercase) {
-        if ch.is_ascii_alphanumeric() {
-            s.push(ch);
-        } else if !s.ends_with('-') && !s.is_empty() {
-            s.push('-');
-        }
-    }
-    let s: String = s.trim_end_matches('-').chars().take(40).collect();
-    if s.is_empty() {
-        "genie".into()
-    } else {
-        s.trim_end_matches('-').to_string()
-    }
-}
-
-/// The genie's page slug, giving it one (`<name>-<6 hex>`, unique) when it has none.
+/// The genie's page slug, giving it one (as genies get at creation) when it has none.
 pub fn ensure_page_slug(c: &Connection, genie_id: &str) -> rusqlite::Result<Option<String>> {
     let row: Option<(Option<String>, String)> = c
         .query_row(
@@ -64,10 +46,8 @@ pub fn ensure_page_slug(c: &Connection, genie_id: &str) -> rusqlite::Result<Opti
     if let Some(s) = slug.filter(|s| !s.is_empty()) {
         return Ok(Some(s));
     }
-    let base = slugify(&name);
     loop {
-        let suffix = &uuid::Uuid::new_v4().simple().to_string()[..6];
-        let candidate = format!("{base}-{suffix}");
+        let candidate = crate::db::genies::new_slug(&name);
         let taken: bool = c.query_row(
             "SELECT EXISTS(SELECT 1 FROM genies WHERE page_slug = ?1)",
             [&candidate],

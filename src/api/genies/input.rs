@@ -229,28 +229,6 @@ fn object(field: &str, v: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-/// A slug for a new genie page: the name's letters and digits, and a random suffix.
-pub fn new_slug(name: &str) -> String {
-    let mut base = String::new();
-    for ch in name.to_lowercase().chars() {
-        if ch.is_ascii_alphanumeric() {
-            base.push(ch);
-        } else if !base.ends_with('-') && !base.is_empty() {
-            base.push('-');
-        }
-        if base.len() >= 40 {
-            break;
-        }
-    }
-    let base = base.trim_matches('-');
-    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
-    if base.is_empty() {
-        format!("genie-{suffix}")
-    } else {
-        format!("{base}-{suffix}")
-    }
-}
-
 // ---- settings ------------------------------------------------------------------------
 
 /// RFC 7386 merge: objects merge member by member, `null` removes a member, anything else
@@ -512,7 +490,7 @@ pub fn new_row(b: &CreateGenie, id: String, owner: String, now: String) -> ApiRe
         id,
         user_id: owner,
         external_agent_id: None,
-        page_slug: Some(new_slug(&name)),
+        page_slug: Some(crate::db::genies::new_slug(&name)),
         name,
         description: None,
         use_case: None,

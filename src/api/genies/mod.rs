@@ -587,7 +587,7 @@ async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let mut row = GenieRow {
         id: db::new_id(),
         external_agent_id: None,
-        page_slug: Some(input::new_slug(&name)),
+        page_slug: Some(repo::new_slug(&name)),
         system_prompt: input::replace_all(&src.system_prompt, &body.prompt_replacements),
         first_message: input::replace_all(&src.first_message, &body.prompt_replacements),
         name,
