@@ -308,32 +308,6 @@ pub fn genie_document_ids(c: &Connection, genie_id: &str) -> rusqlite::Result<Ve
     st.query_map([genie_id], |r| r.get(0))?.collect()
 }
 
-/// The provider view of a genie's knowledge base: `(external agent id, [(external doc id, name, type)])`.
-#[allow(clippy::type_complexity)]
-pub fn genie_kb(
-    c: &Connection,
-    genie_id: &str,
-) -> rusqlite::Result<Option<(String, Vec<(String, String, String)>)>> {
-    let agent: Option<Option<String>> = c
-        .query_row(
-            "SELECT external_agent_id FROM genies WHERE id = ?1",
-            [genie_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let Some(Some(agent)) = agent else {
-        return Ok(None);
-    };
-    let mut st = c.prepare_cached(
-        "SELECT d.external_id, d.name, d.type FROM genie_documents gd JOIN documents d ON d.id = gd.document_id
-         WHERE gd.genie_id = ?1 AND d.external_id IS NOT NULL AND d.is_active = 1 ORDER BY gd.created_at, d.id",
-    )?;
-    let docs = st
-        .query_map([genie_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(Some((agent, docs)))
-}
-
 pub fn set_status(
     c: &Connection,
     id: &str,

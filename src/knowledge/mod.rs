@@ -56,12 +56,3 @@ pub fn render(d: &Document, agents: Vec<Value>, with_owner: bool) -> Value {
     }
     v
 }
-
-/// The provider's document type for ours.
-pub fn provider_type(doc_type: &str) -> &'static str {
-    match doc_type {
-        "url" | "website" | "youtube" => "url",
-        "text" => "text",
-        _ => "file",
-    }
-}

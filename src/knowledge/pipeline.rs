@@ -17,7 +17,6 @@ use crate::db::documents::{self as docs, Document, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 use crate::jobs::{self, Job};
-use crate::voice::KbDocRef;
 
 pub const EXTRACT: &str = "document.extract";
 pub const OPTIMIZE: &str = "document.optimize";
@@ -336,27 +335,11 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
 
 /// Pushes one genie's full document list to the provider (no-op without an external agent).
 pub async fn sync_genie(app: &AppState, genie_id: &str) -> Result<(), String> {
-    let g = genie_id.to_string();
-    let kb = app
-        .db
-        .read(move |c| Ok(docs::genie_kb(c, &g)?))
-        .await
-        .map_err(db_err)?;
-    let Some((agent, list)) = kb else {
-        return Ok(());
-    };
-    let refs: Vec<KbDocRef> = list
-        .into_iter()
-        .map(|(id, name, t)| KbDocRef {
-            id,
-            name,
-            doc_type: super::provider_type(&t).to_string(),
-        })
-        .collect();
-    app.voice
-        .set_agent_documents(&agent, &refs)
-        .await
-        .map_err(|e| e.to_string())
+    match crate::api::genies::sync_agent_documents(app, genie_id).await {
+        // A genie deleted since the push was queued has nothing left to push.
+        Err(e) if e.code == "AGENT_NOT_FOUND" => Ok(()),
+        other => other.map_err(|e| e.message),
+    }
 }
 
 /// Pushes every genie's list now; a push that fails is queued as a durable retry.
