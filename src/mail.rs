@@ -119,12 +119,52 @@ pub async fn send(
                 if let Some(o) = data.as_object_mut() {
                     o.insert("recipients".into(), serde_json::json!(undelivered));
                 }
-                notify(c, &user, &kind, &subject, &body, &data)?;
+                crate::db::notifications::insert(c, &user, &kind, &subject, &body, &data)?;
             }
             Ok(())
         })
         .await?;
     Ok(outcomes)
+}
+
+/// Mails one message when SMTP is configured and logs the attempt in `email_logs`; `None`
+/// without SMTP. Unlike `send`, it never adds a dashboard notification.
+pub async fn email_only(
+    app: &AppInner,
+    user_id: &str,
+    to: &str,
+    subject: &str,
+    body: &str,
+) -> ApiResult<Option<Outcome>> {
+    let Some(smtp) = &app.mail.smtp else {
+        return Ok(None);
+    };
+    let error = deliver(smtp, &app.mail.from, to, subject, body).await.err();
+    let outcome = Outcome {
+        recipient: to.to_string(),
+        status: if error.is_none() { "sent" } else { "failed" },
+        error,
+    };
+    let (user, o, subject, body) = (
+        user_id.to_string(),
+        outcome.clone(),
+        subject.to_string(),
+        body.to_string(),
+    );
+    app.db
+        .write(move |c| {
+            Ok(log(
+                c,
+                &user,
+                &o.recipient,
+                &subject,
+                &body,
+                o.status,
+                o.error.as_deref(),
+            )?)
+        })
+        .await?;
+    Ok(Some(outcome))
 }
 
 async fn deliver(
@@ -173,21 +213,4 @@ pub fn log(
         ],
     )?;
     Ok(())
-}
-
-/// A dashboard notification for `user_id`.
-pub fn notify(
-    c: &Connection,
-    user_id: &str,
-    kind: &str,
-    title: &str,
-    body: &str,
-    data: &Value,
-) -> rusqlite::Result<String> {
-    let id = new_id();
-    c.execute(
-        "INSERT INTO notifications (id, user_id, kind, title, body, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![id, user_id, kind, title, body, data.to_string(), now()],
-    )?;
-    Ok(id)
 }

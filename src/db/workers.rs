@@ -573,20 +573,3 @@ pub fn memory_delete(
         [user_id, genie_id, key],
     )? == 1)
 }
-
-/// Inserts a dashboard notification for the user.
-pub fn insert_notification(
-    c: &Connection,
-    user_id: &str,
-    kind: &str,
-    title: &str,
-    body: &str,
-    data: &Value,
-) -> rusqlite::Result<String> {
-    let id = new_id();
-    c.execute(
-        "INSERT INTO notifications (id, user_id, kind, title, body, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![id, user_id, kind, title, body, data.to_string(), now()],
-    )?;
-    Ok(id)
-}

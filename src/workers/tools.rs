@@ -457,25 +457,40 @@ async fn notify_owner(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
     );
     let data = json!({"worker_genie_id": ctx.genie.id, "worker_genie_name": ctx.genie.name, "run_id": ctx.run_id, "level": level});
     let uid = ctx.genie.user_id.clone();
+    let (t2, b2) = (title.clone(), body.clone());
     let id = ctx
         .app
         .db
         .write(move |c| {
-            Ok(db::workers::insert_notification(
+            Ok(db::notifications::insert(
                 c,
                 &uid,
                 "worker_genie",
-                &title,
-                &body,
+                &t2,
+                &b2,
                 &data,
             )?)
         })
         .await
         .map_err(|e| e.message)?;
+    // Email too when SMTP is configured; the dashboard notification is there either way.
+    let uid = ctx.genie.user_id.clone();
+    let owner = ctx
+        .app
+        .db
+        .read(move |c| Ok(db::users::get(c, &uid)?))
+        .await
+        .map_err(|e| e.message)?;
+    let email = match owner {
+        Some(u) => crate::mail::email_only(&ctx.app, &u.id, &u.email, &title, &body)
+            .await
+            .map_err(|e| e.message)?,
+        None => None,
+    };
     Ok(json!({
         "notification_id": id,
         "dashboard": true,
-        "email": false,
-        "email_note": "no mail server is configured in this service, so only the dashboard notification was made",
+        "email": email.as_ref().is_some_and(|o| o.status == "sent"),
+        "email_error": email.and_then(|o| o.error),
     }))
 }

@@ -1083,3 +1083,45 @@ async fn master_key_rotation_keeps_every_credential_readable() {
     let app = app.restart().await;
     readable(&app, &a, &api.base).await;
 }
+
+#[tokio::test]
+async fn notify_owner_also_mails_the_owner_when_smtp_is_configured() {
+    let llm = FakeOpenAi::start().await;
+    let smtp = crate::common::fakes::smtp::FakeSmtp::start().await;
+    let app = TestApp::spawn_with(|c| {
+        llm.configure(c);
+        c.smtp_url = Some(genied::config::Secret(smtp.url.clone()));
+    })
+    .await;
+    let a = app.standard().await;
+    let g = create(
+        &app,
+        &a,
+        json!({"name": "Mailer", "soul_prompt": "Tell me things."}),
+    )
+    .await;
+    let gid = g["id"].as_str().unwrap().to_string();
+    llm.push([
+        Turn::Tools(vec![(
+            "notify_owner",
+            json!({"title": "Weekly digest", "body": "3 new leads"}),
+        )]),
+        Turn::Answer("Sent."),
+    ]);
+    let run = start_run(&app, &a, &gid, json!({})).await;
+    let r = wait_run(&app, &a, &gid, &run).await;
+    assert_eq!(r["status"], "succeeded", "{r}");
+    let mails = smtp.mails();
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].to, vec![a.email.clone()]);
+    assert!(mails[0].data.contains("Weekly digest") && mails[0].data.contains("3 new leads"));
+    // The dashboard notification is there as well, and the mail is logged.
+    let n = app
+        .call(&a.token, "notifications", "list", None, json!({}))
+        .await;
+    assert_eq!(
+        n.ok(200)["notifications"][0]["title"],
+        json!("Weekly digest")
+    );
+    assert_eq!(app.count("email_logs").await, 1);
+}
