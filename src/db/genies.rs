@@ -1,7 +1,8 @@
 //! Genie records, their phone numbers, assignments and document links. Access rules live
 //! here once (`can_read_genie`, `can_manage_genie`, `Scope`) so every resource that points
 //! at a genie checks it the same way: owners manage their genies, internal admins manage
-//! all, users a genie is assigned to (consumers) may read it.
+//! all, users a genie is assigned to (consumers) may read it, and members of a team the genie
+//! belongs to may read it (team owners and admins manage it).
 
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
@@ -193,8 +194,8 @@ pub fn find(c: &Connection, id: &str) -> rusqlite::Result<Option<GenieRow>> {
     .optional()
 }
 
-/// True when `user_id` (with `role`) may read the genie: its owner, an internal admin, or a
-/// user it is assigned to.
+/// True when `user_id` (with `role`) may read the genie: its owner, an internal admin, a
+/// user it is assigned to, or a member of a team it belongs to.
 pub fn can_read_genie(
     c: &Connection,
     user_id: &str,
@@ -204,7 +205,8 @@ pub fn can_read_genie(
     Ok(get_readable(c, user_id, role, genie_id)?.is_some())
 }
 
-/// True when `user_id` (with `role`) may change the genie: its owner or an internal admin.
+/// True when `user_id` (with `role`) may change the genie: its owner, an internal admin, or an
+/// owner or admin of a team it belongs to.
 /// Consumers never manage genies.
 pub fn can_manage_genie(
     c: &Connection,
@@ -224,7 +226,9 @@ pub fn get_readable(
     c.query_row(
         &format!(
             "SELECT {COLS} FROM genies g WHERE id = ?1 AND (?3 OR user_id = ?2
-             OR EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?2))"
+             OR EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?2)
+             OR EXISTS (SELECT 1 FROM team_genies tg JOIN team_members m ON m.team_id = tg.team_id
+                        WHERE tg.genie_id = g.id AND m.user_id = ?2))"
         ),
         params![id, user_id, role == Role::InternalAdmin],
         from_row,
@@ -242,7 +246,11 @@ pub fn get_manageable(
         return Ok(None);
     }
     c.query_row(
-        &format!("SELECT {COLS} FROM genies WHERE id = ?1 AND (?3 OR user_id = ?2)"),
+        &format!(
+            "SELECT {COLS} FROM genies g WHERE id = ?1 AND (?3 OR user_id = ?2
+             OR EXISTS (SELECT 1 FROM team_genies tg JOIN team_members m ON m.team_id = tg.team_id
+                        WHERE tg.genie_id = g.id AND m.user_id = ?2 AND m.role IN ('owner', 'admin')))"
+        ),
         params![id, user_id, role == Role::InternalAdmin],
         from_row,
     )

@@ -346,6 +346,39 @@ async fn teams_members_invitations_and_genies() {
         .call(&carol.token, "teams", "get", Some(json!(tid)), json!({}))
         .await;
     assert_eq!(got.ok(200)["team"]["genies"][0]["id"], json!(genie));
+    // Members read the team's genie; team admins manage it; outsiders see nothing.
+    let r = app
+        .call(&carol.token, "genies", "get", Some(json!(genie)), json!({}))
+        .await;
+    assert_eq!(r.ok(200)["genie"]["name"], json!("Shared Genie"));
+    app.call(
+        &carol.token,
+        "genies",
+        "update",
+        Some(json!(genie)),
+        json!({"name": "Carol's"}),
+    )
+    .await
+    .err(404, "AGENT_NOT_FOUND");
+    let r = app
+        .call(
+            &bob.token,
+            "genies",
+            "update",
+            Some(json!(genie)),
+            json!({"name": "Shared by Bob"}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["genie"]["name"], json!("Shared by Bob"));
+    app.call(
+        &outsider.token,
+        "genies",
+        "get",
+        Some(json!(genie)),
+        json!({}),
+    )
+    .await
+    .err(404, "AGENT_NOT_FOUND");
 
     // Admin removes carol; a member cannot remove; owner cannot leave; bob leaves.
     app.call(
