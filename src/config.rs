@@ -185,7 +185,7 @@ pub struct Config {
     /// SMTP server for outgoing mail (conversation reports): `smtp://user:pass@host:587?tls=required`,
     /// `smtps://user:pass@host`, or `smtp://host:25` (plain). Without it, mail is recorded as
     /// dashboard notifications.
-    #[arg(long, env = "GENIED_SMTP_URL")]
+    #[arg(long, env = "GENIED_SMTP_URL", hide_env_values = true)]
     pub smtp_url: Option<Secret>,
 
     /// Sender address of outgoing mail.
