@@ -5,6 +5,24 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+/// Every event type the service emits; webhooks and worker-genie triggers subscribe to these.
+pub const EVENT_TYPES: &[&str] = &[
+    "genie.created",
+    "genie.updated",
+    "genie.deleted",
+    "document.completed",
+    "document.failed",
+    "lead.created",
+    "lead.updated",
+    "lead.status_changed",
+    "conversation.completed",
+    "conversation.analyzed",
+    "worker_run.succeeded",
+    "worker_run.failed",
+    "api_key.created",
+    "api_key.revoked",
+];
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Event {
     pub id: String,

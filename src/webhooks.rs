@@ -17,37 +17,29 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::app::AppState;
 use crate::db::{self, webhooks::Attempt};
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
+use crate::events::{EVENT_TYPES, Event};
 use crate::workers::credentials;
 use crate::{jobs, net};
 
 pub const DELIVER_JOB: &str = "webhook.deliver";
 
-/// Event families a webhook can ask for; `family.*` and `*` are wildcards.
-pub const EVENT_TYPES: &[&str] = &[
-    "genie.created",
-    "genie.updated",
-    "genie.deleted",
-    "document.completed",
-    "document.failed",
-    "lead.created",
-    "lead.updated",
-    "lead.status_changed",
-    "conversation.completed",
-    "conversation.analyzed",
-    "worker_run.succeeded",
-    "worker_run.failed",
-    "api_key.created",
-    "api_key.revoked",
-    "webhook.test",
-];
+/// The test event a webhook's `test` action sends, on top of the bus catalogue.
+pub const TEST_EVENT: &str = "webhook.test";
+
+fn known_type(t: &str) -> bool {
+    t == TEST_EVENT || EVENT_TYPES.contains(&t)
+}
 
 /// Checks a subscription pattern: an exact type, `family.*`, or `*`.
 pub fn valid_pattern(p: &str) -> bool {
     p == "*"
-        || EVENT_TYPES.contains(&p)
-        || p.strip_suffix(".*")
-            .is_some_and(|fam| EVENT_TYPES.iter().any(|t| t.split('.').next() == Some(fam)))
+        || known_type(p)
+        || p.strip_suffix(".*").is_some_and(|fam| {
+            EVENT_TYPES
+                .iter()
+                .chain([&TEST_EVENT])
+                .any(|t| t.split('.').next() == Some(fam))
+        })
 }
 
 pub fn matches(patterns: &[String], event_type: &str) -> bool {

@@ -45,10 +45,10 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 (false, None) => Some(ctx.user_id().to_string()),
             };
             let mut from = parse_bound(q.filters.from.as_deref(), "data.filters.from")?;
-            if let Some(days) = date_range_days(q.filters.date_range.as_deref())? {
-                from = Some(db::fmt_time(
-                    chrono::Utc::now() - chrono::Duration::days(days),
-                ));
+            if let Some(since) =
+                super::date_range_since(q.filters.date_range.as_deref(), "data.filters.dateRange")?
+            {
+                from = Some(since);
             }
             let filter = Filter {
                 user_id,
@@ -66,19 +66,6 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             ))
         }
         other => Err(ApiError::invalid_action(req.resource, other)),
-    }
-}
-
-/// `7d`/`30d`/`90d` → days back; `all` or absent → no bound.
-pub fn date_range_days(v: Option<&str>) -> ApiResult<Option<i64>> {
-    match v {
-        None | Some("all") => Ok(None),
-        Some("7d") => Ok(Some(7)),
-        Some("30d") => Ok(Some(30)),
-        Some("90d") => Ok(Some(90)),
-        Some(other) => Err(ApiError::validation(format!(
-            "dateRange must be one of 7d, 30d, 90d, all (got '{other}')"
-        ))),
     }
 }
 

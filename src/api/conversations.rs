@@ -236,24 +236,7 @@ fn filter(ctx: &Ctx, mut q: ListReq) -> ApiResult<Filter> {
             CHANNELS.join(", ")
         )));
     }
-    let mut since = match q.date_range.as_deref() {
-        None | Some("all") => None,
-        Some(r) => {
-            let days = match r {
-                "7d" => 7,
-                "30d" => 30,
-                "90d" => 90,
-                _ => {
-                    return Err(ApiError::validation(
-                        "data.dateRange must be one of 7d, 30d, 90d, all",
-                    ));
-                }
-            };
-            Some(crate::db::fmt_time(
-                chrono::Utc::now() - chrono::Duration::days(days),
-            ))
-        }
-    };
+    let mut since = super::date_range_since(q.date_range.as_deref(), "data.dateRange")?;
     if let Some(f) = &q.from {
         since = Some(parse_time(f, "data.from")?);
     }

@@ -258,24 +258,7 @@ async fn filter(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Filter> {
     if let Some(s) = &f.priority {
         check_enum("data.filters.priority", s, PRIORITIES)?;
     }
-    let since = match f.date_range.as_deref() {
-        None | Some("all") => None,
-        Some(r) => {
-            let days = match r {
-                "7d" => 7,
-                "30d" => 30,
-                "90d" => 90,
-                _ => {
-                    return Err(ApiError::validation(
-                        "data.filters.dateRange must be one of 7d, 30d, 90d, all",
-                    ));
-                }
-            };
-            Some(crate::db::fmt_time(
-                chrono::Utc::now() - chrono::Duration::days(days),
-            ))
-        }
-    };
+    let since = super::date_range_since(f.date_range.as_deref(), "data.filters.dateRange")?;
     // A regular user naming an agent must own it (or be assigned to it).
     if !p.is_admin() && !agent_ids.is_empty() {
         let (ids, me) = (agent_ids.clone(), p.user_id.clone());

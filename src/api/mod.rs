@@ -188,6 +188,25 @@ pub fn page(
     Ok((limit, offset))
 }
 
+/// The lower time bound a `dateRange` filter (`7d`, `30d`, `90d`, `all`) stands for;
+/// `None` for `all` or no filter. `field` names the member in the error.
+pub fn date_range_since(v: Option<&str>, field: &str) -> ApiResult<Option<String>> {
+    let days = match v {
+        None | Some("all") => return Ok(None),
+        Some("7d") => 7,
+        Some("30d") => 30,
+        Some("90d") => 90,
+        Some(other) => {
+            return Err(ApiError::validation(format!(
+                "{field} must be one of 7d, 30d, 90d, all (got '{other}')"
+            )));
+        }
+    };
+    Ok(Some(db::fmt_time(
+        chrono::Utc::now() - chrono::Duration::days(days),
+    )))
+}
+
 /// A successful action: HTTP status and the envelope's `data`. `record_id` and `summary`
 /// feed the audit row when the handler knows better than the defaults.
 #[derive(Debug)]

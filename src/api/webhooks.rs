@@ -42,7 +42,7 @@ fn check_types(types: &[String]) -> ApiResult<()> {
     match types.iter().find(|t| !webhooks::valid_pattern(t)) {
         Some(bad) => Err(ApiError::validation(format!(
             "data.event_types: unknown event type '{bad}'; use one of {} or a 'family.*' wildcard",
-            webhooks::EVENT_TYPES.join(", ")
+            crate::events::EVENT_TYPES.join(", ")
         ))),
         None => Ok(()),
     }

@@ -12,23 +12,8 @@ use crate::db::{self, workers::GenieFields, workers::WorkerGenie};
 use crate::error::{ApiError, ApiResult};
 use crate::workers::{self, scheduler};
 
-/// Event types a worker genie may be triggered by (the bus catalogue).
-pub const EVENT_TYPES: &[&str] = &[
-    "genie.created",
-    "genie.updated",
-    "genie.deleted",
-    "document.completed",
-    "document.failed",
-    "lead.created",
-    "lead.updated",
-    "lead.status_changed",
-    "conversation.completed",
-    "conversation.analyzed",
-    "worker_run.succeeded",
-    "worker_run.failed",
-    "api_key.created",
-    "api_key.revoked",
-];
+/// Event types a worker genie may be triggered by: the bus catalogue.
+pub use crate::events::EVENT_TYPES;
 
 const RECENT_RUNS: i64 = 10;
 
