@@ -371,11 +371,7 @@ async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         })
         .await?;
     if conv.status == "done" {
-        ctx.app.bus.emit(Event::new(
-            "conversation.completed",
-            &conv.user_id,
-            json!(conv),
-        ));
+        emit_completed(&ctx.app, &conv.id).await?;
         ctx.app.wake_jobs();
     }
     Ok(Reply::created(json!({"conversation": conv}))
@@ -435,11 +431,7 @@ async fn sync(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         )));
     }
     for conv in &n.completed {
-        ctx.app.bus.emit(Event::new(
-            "conversation.completed",
-            &conv.user_id,
-            json!(conv),
-        ));
+        emit_completed(&ctx.app, &conv.id).await?;
     }
     if !n.completed.is_empty() {
         ctx.app.wake_jobs();
@@ -503,6 +495,23 @@ async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut SyncCounts) -> A
             Some(c) if !c.is_empty() => cursor = Some(c),
             _ => break,
         }
+    }
+    Ok(())
+}
+
+/// Emits `conversation.completed` with the whole record: transcript, analysis, and the lead
+/// linked to it (or null).
+pub async fn emit_completed(app: &AppState, conversation_id: &str) -> ApiResult<()> {
+    let id = conversation_id.to_string();
+    let (conv, lead) = app
+        .db
+        .read(move |c| Ok((repo::get(c, &id)?, leads_repo::get_by_conversation(c, &id)?)))
+        .await?;
+    if let Some(conv) = conv {
+        let mut data = json!(conv);
+        data["lead"] = json!(lead);
+        app.bus
+            .emit(Event::new("conversation.completed", &conv.user_id, data));
     }
     Ok(())
 }

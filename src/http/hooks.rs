@@ -20,7 +20,6 @@ use crate::app::AppState;
 use crate::auth::{Principal, Via};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
 use crate::voice::{ConversationDetail, Turn};
 
 /// How old a signed timestamp may be (the provider's own rule), and how far in the future.
@@ -191,13 +190,9 @@ async fn receive(app: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiResult<
     let stored = conversations::store_provider_conversation(app, &genie, detail).await?;
     let conv_id = stored.conversation.id.clone();
     if stored.became_done {
-        app.bus.emit(Event::new(
-            "conversation.completed",
-            &genie.user_id,
-            json!(stored.conversation),
-        ));
         app.wake_jobs();
-        // Analyse it as its owner would: summary, intent, contact details, the lead.
+        // Analyse it as its owner would (summary, intent, contact details, the lead), then
+        // announce it with all of that attached.
         let owner = genie.user_id.clone();
         let role = app
             .db
@@ -220,6 +215,7 @@ async fn receive(app: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiResult<
                 tracing::warn!(error = %e, conversation = %conv_id, "analysis after the post-call webhook failed");
             }
         }
+        conversations::emit_completed(app, &conv_id).await?;
     }
     Ok(json!({"received": true, "conversation_id": conv_id, "created": stored.created}))
 }

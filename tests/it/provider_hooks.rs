@@ -89,10 +89,26 @@ async fn a_valid_call_creates_exactly_one_conversation() {
     let (genie, agent) = genie_with_agent(&app, &u).await;
     let body = post_call(&agent, "conv_abc123");
     let now = chrono::Utc::now().timestamp();
+    let mut events = app.state.bus.subscribe();
 
     let r = post(&app, Some(&sign(SECRET, now, &body)), &body).await;
     let d = r.ok(200).clone();
     assert_eq!(d["created"], json!(true));
+    // conversation.completed carries the transcript, the analysis and the linked lead.
+    let ev = loop {
+        let e = tokio::time::timeout(std::time::Duration::from_secs(5), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if e.kind == "conversation.completed" {
+            break e;
+        }
+    };
+    assert_eq!(ev.user_id, u.id);
+    assert_eq!(ev.data["id"], d["conversation_id"]);
+    assert_eq!(ev.data["transcript"].as_array().unwrap().len(), 2);
+    assert!(ev.data["analysis"].is_object(), "{}", ev.data);
+    assert_eq!(ev.data["lead"]["email"], json!("grace@example.test"));
     // The platform retries with a fresh signature: accepted, still one conversation.
     let r = post(&app, Some(&sign(SECRET, now + 1, &body)), &body).await;
     assert_eq!(r.ok(200)["created"], json!(false));

@@ -45,26 +45,25 @@ fn dump_dom(url: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-async fn conversation(app: &TestApp, id: &str) -> (String, String, String, Value) {
-    let id = id.to_string();
-    app.state
-        .db
-        .read(move |c| {
-            Ok(c.query_row(
-                "SELECT user_id, genie_id, channel, transcript FROM conversations WHERE id = ?1",
-                [&id],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        serde_json::from_str(&r.get::<_, String>(3)?).unwrap(),
-                    ))
-                },
-            )?)
-        })
-        .await
-        .unwrap()
+/// The recorded conversation as its owner reads it through the conversations resource.
+async fn conversation(app: &TestApp, owner: &User, id: &str) -> (String, String, String, Value) {
+    let r = app
+        .call(
+            &owner.token,
+            "conversations",
+            "get",
+            Some(json!(id)),
+            json!({}),
+        )
+        .await;
+    let c = r.ok(200)["conversation"].clone();
+    let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    (
+        s("user_id"),
+        s("genie_id"),
+        s("channel"),
+        c["transcript"].clone(),
+    )
 }
 
 #[tokio::test]
@@ -195,7 +194,7 @@ async fn chat_without_llm_records_the_conversation_and_says_so() {
             .contains("Voice is not configured")
     );
     let cid = d["conversation_id"].as_str().unwrap().to_string();
-    let (user, genie, channel, transcript) = conversation(&app, &cid).await;
+    let (user, genie, channel, transcript) = conversation(&app, &owner, &cid).await;
     assert_eq!(
         (user.as_str(), genie.as_str(), channel.as_str()),
         (owner.id.as_str(), gid.as_str(), "web")
@@ -273,7 +272,7 @@ async fn chat_with_llm_replies_and_appends_to_the_same_conversation() {
         .await;
     assert_eq!(r.ok(200)["conversation_id"], json!(cid));
 
-    let (_, _, channel, transcript) = conversation(&app, &cid).await;
+    let (_, _, channel, transcript) = conversation(&app, &owner, &cid).await;
     assert_eq!(channel, "web");
     let turns: Vec<(String, String)> = transcript
         .as_array()
