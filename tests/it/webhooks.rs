@@ -657,3 +657,27 @@ async fn signing_secrets_survive_master_key_rotation() {
     assert_eq!(r.ok(200)["result"]["succeeded"], json!(true));
     assert!(verify(&rx.wait_for(2).await[1], &secret));
 }
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_in_flight_requests() {
+    let mut app = TestApp::spawn().await;
+    let u = app.standard().await;
+    // A receiver that takes a while makes `test` a slow request.
+    let rx = Receiver::start(&[], Behaviour::Sleep(Duration::from_millis(600))).await;
+    let (hook, _) = create_hook(&app, &u, &rx.url, json!(["*"])).await;
+    let (client, url, token) = (
+        app.client.clone(),
+        format!("{}/v1", app.base),
+        u.token.clone(),
+    );
+    let in_flight = tokio::spawn(async move {
+        let body = json!({"resource": "webhooks", "action": "test", "id": hook});
+        TestApp::finish(client.post(url).bearer_auth(token).json(&body)).await
+    });
+    rx.wait_for(1).await; // the request is being served
+    app.shutdown().await; // returns once the server has drained
+    let r = in_flight.await.unwrap();
+    assert_eq!(r.ok(200)["result"]["succeeded"], json!(true));
+    // New connections are refused after shutdown.
+    assert!(reqwest::get(format!("{}/healthz", app.base)).await.is_err());
+}
