@@ -14,6 +14,7 @@ mod durability;
 mod envelope;
 mod genie_groups;
 mod genies;
+mod isolation;
 mod lead_notes;
 mod leads;
 mod marketplace;
