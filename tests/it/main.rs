@@ -24,6 +24,7 @@ mod public_page;
 mod qr_codes;
 mod rate_limit;
 mod secrets;
+mod ssrf;
 mod teams;
 mod voice_collections;
 mod voice_elevenlabs;
