@@ -316,11 +316,26 @@ async fn knowledge_base_and_webhooks_refuse_internal_urls() {
                 )
                 .await;
             let doc = r.ok(201)["document"]["id"].clone();
-            app.run_jobs().await;
-            let d = app
-                .call(&u.token, "knowledge-base", "get", Some(doc), json!({}))
-                .await;
-            let d = d.ok(200)["document"].clone();
+            // The background worker may hold the job: poll (bounded) until it has ended.
+            let mut d = json!(null);
+            for _ in 0..500 {
+                app.run_jobs().await;
+                d = app
+                    .call(
+                        &u.token,
+                        "knowledge-base",
+                        "get",
+                        Some(doc.clone()),
+                        json!({}),
+                    )
+                    .await
+                    .ok(200)["document"]
+                    .clone();
+                if d["status"] == json!("failed") || d["status"] == json!("completed") {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
             assert_eq!(d["status"], json!("failed"), "{sub} {url}: {d}");
             let err = d["error"].as_str().unwrap_or_default();
             assert!(err.contains("not allowed"), "{sub} {url}: {err}");
