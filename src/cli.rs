@@ -324,7 +324,7 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
             }
         }
         AdminCmd::Check { json } => {
-            let report = check(&db)?;
+            let report = check(&db, &data_dir.join("documents"))?;
             if json {
                 print(&report.to_string())?;
             } else {
@@ -334,6 +334,14 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
                 ))?;
                 print(&format!("stuck jobs: {}", report["stuck_jobs"]))?;
                 print(&format!("dead jobs: {}", report["dead_jobs"]))?;
+                print(&format!(
+                    "missing document files: {}",
+                    report["missing_files"]
+                ))?;
+                print(&format!(
+                    "orphaned document files: {}",
+                    report["orphaned_files"]
+                ))?;
             }
             if report["problems"].as_array().is_some_and(|p| !p.is_empty()) {
                 bail!("problems found: {}", report["problems"]);
@@ -379,7 +387,7 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
 
 /// What `admin check` looks at. A job `running` for over ten minutes belongs to a process that
 /// died (a live one finishes or fails its jobs well within that); dead jobs gave up retrying.
-fn check(db: &Db) -> anyhow::Result<serde_json::Value> {
+fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json::Value> {
     let stale = db::fmt_time(chrono::Utc::now() - chrono::Duration::minutes(10));
     let (integrity, stuck, dead) = db
         .read_blocking(move |c| {
@@ -406,7 +414,44 @@ fn check(db: &Db) -> anyhow::Result<serde_json::Value> {
     if stuck > 0 {
         problems.push(format!("{stuck} jobs stuck in 'running'"));
     }
+    // Document files: every hash a record names must exist; every stored file must be named
+    // by a record (a file left by a crash between writing it and committing the record is an
+    // orphan; `.tmp-*` files are writes in progress and not counted).
+    let referenced: std::collections::HashSet<String> = db
+        .read_blocking(|c| {
+            let mut st = c.prepare(
+                "SELECT original_hash FROM documents WHERE original_hash IS NOT NULL
+                 UNION SELECT content_hash FROM documents WHERE content_hash IS NOT NULL",
+            )?;
+            let v = st
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(v)
+        })
+        .map_err(api)?;
+    let store = crate::knowledge::store::Store::new(documents_dir);
+    let mut missing: Vec<&String> = referenced.iter().filter(|h| !store.exists(h)).collect();
+    missing.sort();
+    let mut orphaned = Vec::new();
+    if let Ok(dirs) = std::fs::read_dir(documents_dir) {
+        for d in dirs.flatten().filter(|d| d.path().is_dir()) {
+            for f in std::fs::read_dir(d.path())?.flatten() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                if !name.starts_with(".tmp-") && !referenced.contains(&name) {
+                    orphaned.push(name);
+                }
+            }
+        }
+    }
+    orphaned.sort();
+    if !missing.is_empty() {
+        problems.push(format!("{} document files missing", missing.len()));
+    }
+    if !orphaned.is_empty() {
+        problems.push(format!("{} orphaned document files", orphaned.len()));
+    }
     Ok(
-        json!({"integrity": integrity, "stuck_jobs": stuck, "dead_jobs": dead, "problems": problems}),
+        json!({"integrity": integrity, "stuck_jobs": stuck, "dead_jobs": dead,
+        "missing_files": missing, "orphaned_files": orphaned, "problems": problems}),
     )
 }

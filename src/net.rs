@@ -89,6 +89,16 @@ fn forbidden_v4(ip: Ipv4Addr) -> bool {
 /// Checks a URL before any request: http(s) only, no credentials, no forbidden IP literal.
 /// The WHATWG parser already normalises decimal, octal and hex IPv4 spellings.
 pub fn check_url(raw: &str, allow_private: bool) -> Result<Url, NetError> {
+    check_url_allowing(raw, allow_private, &[])
+}
+
+/// `check_url`, except that a literal IP host whose exact `ip:port` (the port defaulting
+/// from the scheme) is in `allowed` passes even when it is private. See `Guarded::with_allowed`.
+pub fn check_url_allowing(
+    raw: &str,
+    allow_private: bool,
+    allowed: &[SocketAddr],
+) -> Result<Url, NetError> {
     let url = Url::parse(raw.trim())
         .map_err(|e| NetError::Refused(format!("'{raw}' is not a valid URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -108,8 +118,13 @@ pub fn check_url(raw: &str, allow_private: bool) -> Result<Url, NetError> {
         Some(url::Host::Ipv6(v6)) => Some(IpAddr::V6(v6)),
         Some(url::Host::Domain(_)) => None,
     };
+    let exactly_allowed = ip.is_some_and(|ip| {
+        url.port_or_known_default()
+            .is_some_and(|port| allowed.contains(&SocketAddr::new(ip, port)))
+    });
     if let Some(ip) = ip
         && !allow_private
+        && !exactly_allowed
         && is_forbidden(ip)
     {
         return Err(NetError::Refused(format!(
@@ -207,10 +222,26 @@ impl Fetched {
 pub struct Guarded {
     client: reqwest::Client,
     allow_private: bool,
+    allowed: Arc<Vec<SocketAddr>>,
 }
 
 impl Guarded {
     pub fn new(allow_private: bool) -> Guarded {
+        Self::build(allow_private, Vec::new())
+    }
+
+    /// A strict client (private addresses refused) that nevertheless permits these exact
+    /// `ip:port` pairs when a URL names them as a literal IP. It exists for tests: a fake
+    /// server on a loopback address can be the first hop, and everything else it points to
+    /// (a redirect to another port or address, a name resolving to loopback) is still refused.
+    /// The service never builds one; `--allow-private-outbound` is the only production switch.
+    pub fn with_allowed(allowed: Vec<SocketAddr>) -> Guarded {
+        Self::build(false, allowed)
+    }
+
+    fn build(allow_private: bool, allowed: Vec<SocketAddr>) -> Guarded {
+        let allowed = Arc::new(allowed);
+        let for_redirects = allowed.clone();
         let resolver = GuardedResolver {
             allow_private,
             resolver: Arc::new(OnceLock::new()),
@@ -218,7 +249,9 @@ impl Guarded {
         let redirect = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= 5 {
                 attempt.error("too many redirects (more than 5)")
-            } else if let Err(e) = check_url(attempt.url().as_str(), allow_private) {
+            } else if let Err(e) =
+                check_url_allowing(attempt.url().as_str(), allow_private, &for_redirects)
+            {
                 attempt.error(format!("redirect refused: {e}"))
             } else {
                 attempt.follow()
@@ -235,11 +268,12 @@ impl Guarded {
         Guarded {
             client,
             allow_private,
+            allowed,
         }
     }
 
     pub fn check(&self, url: &str) -> Result<Url, NetError> {
-        check_url(url, self.allow_private)
+        check_url_allowing(url, self.allow_private, &self.allowed)
     }
 
     pub async fn get(&self, url: &str, limits: Limits) -> Result<Fetched, NetError> {
@@ -364,5 +398,25 @@ mod tests {
             check_url("http://user:pw@example.com/", false),
             Err(NetError::Refused(_))
         ));
+    }
+
+    #[test]
+    fn allow_list_is_exact_ip_and_port() {
+        let a: SocketAddr = "127.0.0.2:8080".parse().unwrap();
+        assert!(check_url_allowing("http://127.0.0.2:8080/x", false, &[a]).is_ok());
+        for url in [
+            "http://127.0.0.2:8081/",
+            "http://127.0.0.2/",
+            "http://127.0.0.1:8080/",
+            "http://[::ffff:127.0.0.2]:8080/",
+        ] {
+            assert!(
+                matches!(
+                    check_url_allowing(url, false, &[a]),
+                    Err(NetError::Refused(_))
+                ),
+                "{url} should be refused"
+            );
+        }
     }
 }

@@ -94,6 +94,17 @@ fn body_envelope(
     })
 }
 
+/// The REST body adapter on its own (what `POST/PATCH /v1/{resource}[/{id}[/{action}]]` does
+/// with the body before dispatch); public for the fuzz targets in tests/fuzz.
+pub fn parse_body(
+    body: &[u8],
+    resource: &str,
+    action: Option<String>,
+    id: Option<Value>,
+) -> ApiResult<Envelope> {
+    body_envelope(body, resource, action, id)
+}
+
 /// An unknown resource in the path is an unknown path.
 fn unknown_path() -> Response {
     ApiError::from_status(axum::http::StatusCode::NOT_FOUND).into_response()

@@ -161,6 +161,11 @@ async fn acknowledged_writes_survive_sigkill() {
         .iter()
         .map(|w| w["id"].as_str().unwrap())
         .collect();
+    println!(
+        "durability: 6 SIGKILL rounds, {} acknowledged writes, {} present after restart",
+        acked.len(),
+        present.len()
+    );
     let lost: Vec<&String> = acked
         .iter()
         .filter(|id| !present.contains(id.as_str()))
@@ -184,4 +189,62 @@ async fn acknowledged_writes_survive_sigkill() {
     assert!(check.status.success(), "{report}");
     assert_eq!(report["integrity"], json!("ok"));
     assert_eq!(report["stuck_jobs"], json!(0));
+}
+
+/// `admin check` finds document files that are missing (a record names them) or orphaned (no
+/// record names them), and exits non-zero for either.
+#[tokio::test]
+async fn admin_check_reports_missing_and_orphaned_document_files() {
+    let mut app = crate::common::TestApp::spawn().await;
+    let u = app.standard().await;
+    app.call(
+        &u.token,
+        "knowledge-base",
+        "create",
+        None,
+        json!({"title": "kept", "content": "some text to keep"}),
+    )
+    .await
+    .ok(201);
+    app.run_jobs().await;
+    app.shutdown().await;
+    let data = app.dir.path().to_path_buf();
+    let run = |data: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(data)
+            .args(["admin", "check", "--json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.success(), v)
+    };
+    let (ok, report) = run(&data);
+    assert!(ok, "{report}");
+    assert_eq!(report["missing_files"], json!([]));
+    assert_eq!(report["orphaned_files"], json!([]));
+
+    let docs = data.join("documents");
+    let stray = "ab".repeat(32);
+    std::fs::create_dir_all(docs.join("ab")).unwrap();
+    std::fs::write(docs.join("ab").join(&stray), b"left by a crash").unwrap();
+    let (ok, report) = run(&data);
+    assert!(!ok, "{report}");
+    assert_eq!(report["orphaned_files"], json!([stray]));
+    std::fs::remove_file(docs.join("ab").join(&stray)).unwrap();
+
+    // Remove one stored file that a record names.
+    let victim = std::fs::read_dir(&docs)
+        .unwrap()
+        .flatten()
+        .filter(|d| d.path().is_dir())
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .next()
+        .expect("a stored file")
+        .path();
+    std::fs::remove_file(&victim).unwrap();
+    let (ok, report) = run(&data);
+    assert!(!ok, "{report}");
+    let name = victim.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(report["missing_files"], json!([name]));
 }
