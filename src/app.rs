@@ -35,6 +35,8 @@ pub struct AppInner {
     pub net: Guarded,
     /// The configured OpenAI-compatible endpoint, if any.
     pub llm: Option<Llm>,
+    /// Per-address limit on the public genie page's chat.
+    pub public_chat: http::public_page::ChatLimiter,
     /// Worker genies: run executor, triggers, credential key.
     pub workers: crate::workers::Workers,
     /// Outgoing mail: SMTP when configured, else dashboard notifications.
@@ -93,6 +95,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         voice,
         net: Guarded::new(config.allow_private_outbound),
         llm: Llm::from_config(&config),
+        public_chat: http::public_page::ChatLimiter::new(config.public_chat_rate_limit_per_minute),
         workers: crate::workers::Workers::new(&config, &secrets),
         mail: crate::mail::Mailer::from_config(&config)?,
         config,
@@ -141,7 +144,10 @@ pub async fn serve(
 async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(60)) => app.limits.shrink(),
+            _ = tokio::time::sleep(Duration::from_secs(60)) => {
+                app.limits.shrink();
+                app.public_chat.shrink();
+            }
             _ = stop.changed() => return,
         }
     }

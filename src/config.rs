@@ -114,6 +114,15 @@ pub struct Config {
     #[arg(long, env = "GENIED_ALLOW_PRIVATE_OUTBOUND", default_value_t = false)]
     pub allow_private_outbound: bool,
 
+    /// Messages a minute one client address may send to public genie page chats; 0 turns
+    /// the limit off.
+    #[arg(
+        long,
+        env = "GENIED_PUBLIC_CHAT_RATE_LIMIT_PER_MINUTE",
+        default_value_t = 20
+    )]
+    pub public_chat_rate_limit_per_minute: u32,
+
     /// Hours a team invitation stays valid.
     #[arg(long, env = "GENIED_TEAM_INVITE_TTL_HOURS", default_value_t = 168)]
     pub team_invite_ttl_hours: u64,

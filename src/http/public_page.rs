@@ -8,7 +8,7 @@
 use std::io::Cursor;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -244,7 +244,45 @@ struct Convo {
     transcript: Vec<crate::voice::Turn>,
 }
 
-async fn chat(State(app): State<AppState>, Path(slug): Path<String>, body: Bytes) -> Response {
+/// Per-address limit on the public chat: it needs no account, and each message can cost an
+/// LLM call.
+pub struct ChatLimiter(Option<governor::DefaultKeyedRateLimiter<std::net::IpAddr>>);
+
+impl ChatLimiter {
+    pub fn new(per_minute: u32) -> ChatLimiter {
+        ChatLimiter(
+            std::num::NonZeroU32::new(per_minute)
+                .map(|n| governor::RateLimiter::keyed(governor::Quota::per_minute(n))),
+        )
+    }
+
+    fn check(&self, ip: std::net::IpAddr) -> ApiResult<()> {
+        use governor::clock::{Clock, DefaultClock};
+        match self.0.as_ref().map(|l| l.check_key(&ip)) {
+            Some(Err(not_until)) => {
+                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                Err(ApiError::rate_limited(wait.as_secs().max(1)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn shrink(&self) {
+        if let Some(l) = &self.0 {
+            l.retain_recent();
+        }
+    }
+}
+
+async fn chat(
+    State(app): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = app.public_chat.check(addr.ip()) {
+        return e.into_response();
+    }
     match chat_inner(&app, slug, &body).await {
         Ok(v) => Json(json!({"success": true, "data": v})).into_response(),
         Err(e) => e.into_response(),

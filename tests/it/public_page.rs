@@ -315,3 +315,27 @@ async fn chat_with_llm_replies_and_appends_to_the_same_conversation() {
     .err(404, "NOT_FOUND");
     assert_eq!(app.count("conversations").await, 1);
 }
+
+#[tokio::test]
+async fn the_public_chat_is_rate_limited_per_address() {
+    let app = TestApp::spawn_with(|c| c.public_chat_rate_limit_per_minute = 2).await;
+    let owner = app.standard().await;
+    insert_genie(&app, &owner, "Helper", Some("helper"), json!({})).await;
+    let send = || {
+        app.raw(
+            Method::POST,
+            "/g/helper/chat",
+            &[("content-type", "application/json")],
+            r#"{"message": "Hello?"}"#,
+        )
+    };
+    send().await.ok(200);
+    send().await.ok(200);
+    let before = app.count("conversations").await;
+    assert!(before >= 1);
+    let r = send().await;
+    r.err(429, "RATE_LIMIT_EXCEEDED");
+    assert!(r.header("retry-after").is_some());
+    // The refused message was not recorded.
+    assert_eq!(app.count("conversations").await, before);
+}
