@@ -8,9 +8,9 @@ use super::{ActionRequest, Ctx, Reply, page};
 use crate::db::{self, activities::Filter};
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct ListActivities {
+pub(crate) struct ListActivities {
     limit: Option<i64>,
     offset: Option<i64>,
     #[serde(default)]
@@ -20,7 +20,7 @@ struct ListActivities {
     filters: Filters,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct Filters {
     resource: Option<String>,

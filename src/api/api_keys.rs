@@ -11,9 +11,9 @@ use crate::db::{self, api_keys::MAX_ACTIVE_PER_USER};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateKey {
+pub(crate) struct CreateKey {
     name: String,
 }
 

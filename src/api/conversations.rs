@@ -21,8 +21,8 @@ use crate::voice::{ConversationDetail, Turn};
 /// Job kind that mails (or records) the report of a finished conversation.
 pub const REPORT_JOB: &str = "conversation.report";
 
-#[derive(Deserialize, Default)]
-struct ListReq {
+#[derive(Deserialize, Default, schemars::JsonSchema)]
+pub(crate) struct ListReq {
     limit: Option<i64>,
     offset: Option<i64>,
     #[serde(rename = "adminMode")]
@@ -40,7 +40,7 @@ struct ListReq {
     filters: Option<Box<ListReq>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 struct TurnIn {
     role: String,
     message: Option<String>,
@@ -49,9 +49,9 @@ struct TurnIn {
     time_in_call_secs: Option<f64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateReq {
+pub(crate) struct CreateReq {
     #[serde(rename = "genieId", alias = "genie_id", alias = "agentId")]
     genie_id: String,
     channel: Option<String>,
@@ -67,21 +67,21 @@ struct CreateReq {
     tags: Option<Vec<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateReq {
+pub(crate) struct UpdateReq {
     metadata: Option<Value>,
     tags: Option<Vec<String>>,
 }
 
-#[derive(Deserialize, Default)]
-struct SyncReq {
+#[derive(Deserialize, Default, schemars::JsonSchema)]
+pub(crate) struct SyncReq {
     #[serde(rename = "genieId", alias = "genie_id", alias = "agentId")]
     genie_id: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-struct AnalyzeReq {
+#[derive(Deserialize, Default, schemars::JsonSchema)]
+pub(crate) struct AnalyzeReq {
     #[serde(rename = "createLead", alias = "create_lead")]
     create_lead: Option<bool>,
 }

@@ -10,19 +10,20 @@ use super::{ActionRequest, Ctx, Reply, parse_uuid};
 use crate::db::document_folders as folders;
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateReq {
+pub(crate) struct CreateReq {
     name: String,
     #[serde(alias = "parentId")]
     parent_id: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateReq {
+pub(crate) struct UpdateReq {
     name: Option<String>,
     #[serde(default, alias = "parentId", deserialize_with = "nullable")]
+    #[schemars(with = "Option<String>")]
     parent_id: Option<Option<String>>,
 }
 

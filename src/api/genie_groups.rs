@@ -11,18 +11,19 @@ use crate::api::profiles::double_option;
 use crate::db::{self, genie_groups as repo};
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateGroup {
+pub(crate) struct CreateGroup {
     name: String,
     description: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateGroup {
+pub(crate) struct UpdateGroup {
     name: Option<String>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     description: Option<Option<String>>,
 }
 

@@ -26,14 +26,14 @@ fn lead_id(v: &Option<Value>) -> ApiResult<i64> {
     .ok_or_else(|| ApiError::validation("data.leadId must be an integer"))
 }
 
-#[derive(Deserialize)]
-struct LeadRef {
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct LeadRef {
     #[serde(alias = "lead_id", rename = "leadId")]
     lead_id: Option<Value>,
 }
 
-#[derive(Deserialize)]
-struct CreateNote {
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct CreateNote {
     #[serde(alias = "lead_id", rename = "leadId")]
     lead_id: Option<Value>,
     content: Option<String>,
@@ -41,14 +41,14 @@ struct CreateNote {
     is_pinned: Option<bool>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateNote {
+pub(crate) struct UpdateNote {
     content: String,
 }
 
-#[derive(Deserialize)]
-struct Reorder {
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct Reorder {
     #[serde(alias = "lead_id", rename = "leadId")]
     lead_id: Option<Value>,
     sort: HashMap<String, i64>,

@@ -7,9 +7,9 @@ use super::{ActionRequest, Ctx, Reply, page};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct ListNotifications {
+pub(crate) struct ListNotifications {
     limit: Option<i64>,
     offset: Option<i64>,
     #[serde(default)]

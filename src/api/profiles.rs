@@ -7,14 +7,17 @@ use super::{ActionRequest, Ctx, Reply, page};
 use crate::db::{self, users::ProfileUpdate};
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateProfile {
-    #[serde(default, with = "double_option")]
+pub(crate) struct UpdateProfile {
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     full_name: Option<Option<String>>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     avatar_url: Option<Option<String>>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     timezone: Option<Option<String>>,
     preferences: Option<Value>,
 }
@@ -29,8 +32,8 @@ pub mod double_option {
     }
 }
 
-#[derive(Deserialize, Default)]
-struct ListUsers {
+#[derive(Deserialize, Default, schemars::JsonSchema)]
+pub(crate) struct ListUsers {
     limit: Option<i64>,
     offset: Option<i64>,
 }

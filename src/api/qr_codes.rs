@@ -9,9 +9,9 @@ use super::{ActionRequest, Ctx, Reply, parse_uuid};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct All {
+pub(crate) struct All {
     #[serde(alias = "genieId")]
     genie_id: Option<String>,
     /// REST query strings also copy members under `filters`.
@@ -19,17 +19,17 @@ struct All {
     filters: Option<serde_json::Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Create {
+pub(crate) struct Create {
     #[serde(alias = "genieId")]
     genie_id: String,
     label: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Increment {
+pub(crate) struct Increment {
     count: Option<i64>,
 }
 

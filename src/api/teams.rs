@@ -12,43 +12,43 @@ use super::{ActionRequest, Ctx, Reply, parse_uuid};
 use crate::db::{self, teams::Team, teams::TeamRole};
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Named {
+pub(crate) struct Named {
     name: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Invite {
+pub(crate) struct Invite {
     email: String,
     role: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Token {
+pub(crate) struct Token {
     token: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct InvitationRef {
+pub(crate) struct InvitationRef {
     #[serde(alias = "invitationId")]
     invitation_id: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct MemberRef {
+pub(crate) struct MemberRef {
     #[serde(alias = "userId")]
     user_id: String,
     role: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GenieRef {
+pub(crate) struct GenieRef {
     #[serde(alias = "genieId")]
     genie_id: String,
 }

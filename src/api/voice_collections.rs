@@ -11,33 +11,34 @@ use super::{ActionRequest, Ctx, Reply};
 use crate::db::{self, voice_collections::Collection};
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Create {
+pub(crate) struct Create {
     name: String,
     description: Option<String>,
     #[serde(default, alias = "voiceIds")]
     voice_ids: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Update {
+pub(crate) struct Update {
     name: Option<String>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     description: Option<Option<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct VoiceRef {
+pub(crate) struct VoiceRef {
     #[serde(alias = "voiceId")]
     voice_id: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Reorder {
+pub(crate) struct Reorder {
     #[serde(default, alias = "voiceIds")]
     voice_ids: Option<Vec<String>>,
     sort: Option<HashMap<String, i64>>,

@@ -73,7 +73,7 @@ fn label(v: &Voice, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 struct Filters {
     language: Option<String>,
     gender: Option<String>,
@@ -86,8 +86,8 @@ struct Filters {
     favorites_only: Option<bool>,
 }
 
-#[derive(Deserialize, Default)]
-struct ListVoices {
+#[derive(Deserialize, Default, schemars::JsonSchema)]
+pub(crate) struct ListVoices {
     #[serde(flatten)]
     top: Filters,
     filters: Option<Filters>,

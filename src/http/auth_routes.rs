@@ -18,14 +18,14 @@ use crate::auth::{self, Credential, Via, passwords, sessions};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize)]
-struct Login {
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct Login {
     email: String,
     password: String,
 }
 
-#[derive(Deserialize)]
-struct Refresh {
+#[derive(Deserialize, schemars::JsonSchema)]
+pub(crate) struct Refresh {
     refresh_token: String,
 }
 

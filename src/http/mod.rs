@@ -5,6 +5,7 @@
 pub mod auth_routes;
 pub mod envelope;
 pub mod hooks;
+pub mod openapi;
 pub mod public_page;
 pub mod rate_limit;
 pub mod rest;
@@ -39,6 +40,7 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
         .route("/v1/auth/login", post(auth_routes::login))
         .route("/v1/auth/refresh", post(auth_routes::refresh))
         .route("/v1/auth/logout", post(auth_routes::logout))
+        .route("/v1/openapi.json", get(openapi::serve))
         .route("/v1/{resource}", get(rest::list).post(rest::create))
         .route("/v1/{resource}/{id}", get(rest::get).patch(rest::update).delete(rest::delete))
         .route("/v1/{resource}/{id}/{action}", post(rest::action))

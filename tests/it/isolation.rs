@@ -732,7 +732,7 @@ async fn table_counts(app: &TestApp, w: &World) -> Vec<i64> {
 }
 
 /// Every action name that appears as a match arm in src/api or as a table row in docs/api.md.
-fn candidate_actions() -> BTreeSet<String> {
+pub(crate) fn candidate_actions() -> BTreeSet<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut names = BTreeSet::new();
     let mut stack = vec![root.join("src/api")];

@@ -19,6 +19,7 @@ mod lead_notes;
 mod leads;
 mod marketplace;
 mod notifications;
+mod openapi;
 mod profiles;
 mod provider_hooks;
 mod public_page;

@@ -12,9 +12,9 @@ use crate::db::documents::{self as docs, NewDocument, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::knowledge::{self, crawl, extract, pipeline};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct CreateReq {
+pub(crate) struct CreateReq {
     action: Option<String>,
     data: Option<Value>,
     title: Option<String>,
@@ -27,7 +27,7 @@ struct CreateReq {
     is_public: Option<bool>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct SourceReq {
     url: Option<String>,

@@ -12,7 +12,7 @@ use crate::db::documents::{self as docs, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::knowledge::pipeline;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 struct DocItem {
     id: String,
     #[allow(dead_code)]
@@ -21,16 +21,16 @@ struct DocItem {
     doc_type: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct SetReq {
+pub(crate) struct SetReq {
     agent_id: String,
     documents: Vec<DocItem>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct DetachReq {
+pub(crate) struct DetachReq {
     agent_id: String,
     document_ids: Vec<String>,
 }
@@ -186,9 +186,9 @@ pub async fn replace(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     )))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct SyncReq {
+pub(crate) struct SyncReq {
     old_doc_id: String,
     new_doc_id: String,
     #[serde(default)]

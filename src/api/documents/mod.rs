@@ -3,8 +3,8 @@
 //! genie links (attach, detach, replace, sync-with-agent) and chunk search for retrieval.
 //! Creation lives in `create`, the links in `links`, the multipart route in `upload`.
 
-mod create;
-mod links;
+pub(crate) mod create;
+pub(crate) mod links;
 pub mod upload;
 
 use serde::{Deserialize, Deserializer};
@@ -103,7 +103,7 @@ pub(crate) async fn record(ctx: &Ctx, d: Document, scope: &Scope) -> ApiResult<V
     Ok(knowledge::render(&d, agents, scope.all))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct Filters {
     search_term: Option<String>,
@@ -112,9 +112,9 @@ struct Filters {
     folder_id: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct AllReq {
+pub(crate) struct AllReq {
     limit: Option<i64>,
     offset: Option<i64>,
     #[serde(default)]
@@ -183,9 +183,9 @@ async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     ))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct GetReq {
+pub(crate) struct GetReq {
     admin_mode: Option<bool>,
 }
 
@@ -203,13 +203,14 @@ async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     ))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct MetaFields {
     name: Option<String>,
     is_active: Option<bool>,
     is_public: Option<bool>,
     #[serde(default, deserialize_with = "nullable")]
+    #[schemars(with = "Option<String>")]
     folder_id: Option<Option<String>>,
 }
 
@@ -239,7 +240,7 @@ impl MetaFields {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct ContentUpdate {
     content: String,
@@ -330,9 +331,9 @@ async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct BulkReq {
+pub(crate) struct BulkReq {
     document_ids: Vec<String>,
     updates: MetaFields,
     admin_mode: Option<bool>,
@@ -416,9 +417,9 @@ async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     Ok(Reply::deleted(&d.id).summary(format!("deleted document '{}'", d.name)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct SearchReq {
+pub(crate) struct SearchReq {
     query: String,
     agent_id: Option<String>,
     limit: Option<i64>,

@@ -14,9 +14,9 @@ use crate::workers::tools::{self, Opened};
 
 const TYPES: &[&str] = &["bearer_token", "api_key", "basic_auth"];
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct StoreInput {
+pub(crate) struct StoreInput {
     name: String,
     credential_type: String,
     value: String,
@@ -166,9 +166,9 @@ pub async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     Ok(Reply::deleted(&id).summary(format!("deleted credential '{name}'")))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct TestInput {
+pub(crate) struct TestInput {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]

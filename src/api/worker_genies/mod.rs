@@ -2,7 +2,7 @@
 //! `cancel`) and the encrypted credentials they use (`credentials.rs`). Triggers and the
 //! executor live in `crate::workers`.
 
-mod credentials;
+pub(crate) mod credentials;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -17,9 +17,9 @@ pub use crate::events::EVENT_TYPES;
 
 const RECENT_RUNS: i64 = 10;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GenieInput {
+pub(crate) struct GenieInput {
     name: String,
     soul_prompt: String,
     #[serde(default = "manual")]
@@ -278,7 +278,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 .summary(format!("queued a run of worker genie {id}")))
         }
         "runs" => {
-            #[derive(Deserialize)]
+            #[derive(Deserialize, schemars::JsonSchema)]
             #[serde(deny_unknown_fields)]
             struct RunsQuery {
                 limit: Option<i64>,
