@@ -18,6 +18,7 @@ mod lead_notes;
 mod leads;
 mod marketplace;
 mod notifications;
+mod perf;
 mod profiles;
 mod public_page;
 mod qr_codes;
