@@ -7,7 +7,8 @@
 //!   --method POST --header "authorization: Bearer $TOKEN" \
 //!   --body '{"resource":"leads","action":"get","id":1}' --concurrency 64 --duration-secs 10
 //! ```
-//! `{n}` in the path or body is replaced by a running request number (unique values).
+//! `{n}` in the path or body is replaced by a running request number (unique values);
+//! `{id}` by the next line of `--ids FILE` (round robin), e.g. record ids to fetch.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +48,9 @@ struct Args {
     /// Status codes that count as success (default: any 2xx).
     #[arg(long)]
     expect_status: Option<u16>,
+    /// A file of values, one a line, substituted for `{id}` in turn.
+    #[arg(long)]
+    ids: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -87,6 +91,21 @@ async fn main() -> anyhow::Result<()> {
         headers.insert("content-type", "application/json".parse()?);
     }
     let method: reqwest::Method = args.method.parse()?;
+    let ids: Arc<Vec<String>> = Arc::new(match &args.ids {
+        Some(p) => std::fs::read_to_string(p)?
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
+        None => Vec::new(),
+    });
+    let uses_id =
+        args.url.contains("{id}") || args.body.as_deref().is_some_and(|b| b.contains("{id}"));
+    anyhow::ensure!(
+        !uses_id || !ids.is_empty(),
+        "{{id}} needs a non-empty --ids file"
+    );
     let counter = Arc::new(AtomicU64::new(0));
     let measured = Arc::new(AtomicU64::new(0));
     let limit = args.requests.unwrap_or(u64::MAX);
@@ -103,6 +122,7 @@ async fn main() -> anyhow::Result<()> {
                 measured.clone(),
             );
             let expect = args.expect_status;
+            let ids = ids.clone();
             tokio::spawn(async move {
                 let mut lat = Vec::with_capacity(1 << 16);
                 let mut errors = 0u64;
@@ -111,12 +131,17 @@ async fn main() -> anyhow::Result<()> {
                     if now >= end || measured.load(Ordering::Relaxed) >= limit {
                         break;
                     }
-                    let n = counter.fetch_add(1, Ordering::Relaxed).to_string();
+                    let k = counter.fetch_add(1, Ordering::Relaxed);
+                    let n = k.to_string();
+                    let id = ids
+                        .get((k as usize) % ids.len().max(1))
+                        .map_or("", String::as_str);
+                    let fill = |s: &str| s.replace("{n}", &n).replace("{id}", id);
                     let mut req = client
-                        .request(method.clone(), url.replace("{n}", &n))
+                        .request(method.clone(), fill(&url))
                         .headers(headers.clone());
                     if let Some(b) = &body {
-                        req = req.body(b.replace("{n}", &n));
+                        req = req.body(fill(b));
                     }
                     let started = Instant::now();
                     let ok = match req.send().await {

@@ -41,6 +41,8 @@ pub struct AppInner {
     pub workers: crate::workers::Workers,
     /// Outgoing mail: SMTP when configured, else dashboard notifications.
     pub mail: crate::mail::Mailer,
+    /// Recent authentications (API keys, sessions), so hot callers skip the database.
+    pub auth_cache: auth::AuthCache,
 }
 
 pub type AppState = Arc<AppInner>;
@@ -103,6 +105,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         secrets,
         bus: Bus::default(),
         jobs_notify: Notify::new(),
+        auth_cache: auth::AuthCache::default(),
     });
     let extra = Router::new()
         .merge(http::public_page::routes())

@@ -5,6 +5,10 @@ pub mod keys;
 pub mod passwords;
 pub mod sessions;
 
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
 use axum::http::{HeaderMap, header};
 
 use crate::app::AppState;
@@ -105,6 +109,77 @@ impl Credential {
     }
 }
 
+/// How long a cached authentication result may be used. Revocations, deletions, logouts
+/// and role changes made through this process reach the cache at once (see
+/// [`crate::db::Db::auth_generation`]); one made by another process on the same database
+/// (`genied admin revoke-key`, `genied admin set-role`) takes effect within this long.
+pub const CACHE_TTL: Duration = Duration::from_secs(5);
+
+/// Most entries each of the two maps holds; past this, expired entries are dropped, and if
+/// that is not enough, all of them.
+const CACHE_MAX: usize = 10_000;
+
+/// Recent successful authentications, so that a busy caller is not looked up in the
+/// database on every request. An entry is used only while it is younger than
+/// [`CACHE_TTL`] and no write of this process has touched `users`, `sessions` or `api_keys`
+/// since it was read. Failures are never cached.
+#[derive(Default)]
+pub struct AuthCache {
+    keys: RwLock<HashMap<String, Cached<KeyEntry>>>,
+    sessions: RwLock<HashMap<String, Cached<SessionEntry>>>,
+}
+
+struct Cached<T> {
+    value: T,
+    generation: u64,
+    at: Instant,
+}
+
+#[derive(Clone)]
+struct KeyEntry {
+    key_id: String,
+    user_id: String,
+    role: Role,
+    last_used_at: Option<String>,
+}
+
+#[derive(Clone)]
+struct SessionEntry {
+    user_id: String,
+    role: Role,
+}
+
+impl AuthCache {
+    fn get<T: Clone>(
+        map: &RwLock<HashMap<String, Cached<T>>>,
+        k: &str,
+        generation: u64,
+    ) -> Option<T> {
+        let m = map.read().unwrap_or_else(|p| p.into_inner());
+        m.get(k)
+            .filter(|c| c.generation == generation && c.at.elapsed() < CACHE_TTL)
+            .map(|c| c.value.clone())
+    }
+
+    fn put<T>(map: &RwLock<HashMap<String, Cached<T>>>, k: String, value: T, generation: u64) {
+        let mut m = map.write().unwrap_or_else(|p| p.into_inner());
+        if m.len() >= CACHE_MAX {
+            m.retain(|_, c| c.at.elapsed() < CACHE_TTL);
+            if m.len() >= CACHE_MAX {
+                m.clear();
+            }
+        }
+        m.insert(
+            k,
+            Cached {
+                value,
+                generation,
+                at: Instant::now(),
+            },
+        );
+    }
+}
+
 /// Checks the credential. `session_only` is set for the api-keys resource, where the spec
 /// answers any API key, valid or not, with `INVALID_TOKEN`.
 pub async fn authenticate(
@@ -112,6 +187,7 @@ pub async fn authenticate(
     cred: Credential,
     session_only: bool,
 ) -> ApiResult<Principal> {
+    let cache = &app.auth_cache;
     match cred {
         Credential::ApiKey(_) if session_only => Err(ApiError::invalid_token(
             "the api-keys resource accepts session tokens only, not API keys",
@@ -121,33 +197,68 @@ pub async fn authenticate(
                 return Err(ApiError::invalid_key_prefix());
             }
             let hash = keys::hash(&key);
-            let owner = app
-                .db
-                .read(move |c| Ok(db::api_keys::find_by_hash(c, &hash)?))
-                .await?;
-            let owner = owner
-                .filter(|o| o.active)
-                .ok_or_else(ApiError::key_not_found)?;
-            touch_key(app, &owner.key_id, owner.last_used_at.as_deref());
+            // Read before the lookup: a write that finishes meanwhile makes the entry stale.
+            let generation = app.db.auth_generation();
+            let entry = match AuthCache::get(&cache.keys, &hash, generation) {
+                Some(e) => e,
+                None => {
+                    let h = hash.clone();
+                    let owner = app
+                        .db
+                        .read(move |c| Ok(db::api_keys::find_by_hash(c, &h)?))
+                        .await?
+                        .filter(|o| o.active)
+                        .ok_or_else(ApiError::key_not_found)?;
+                    let e = KeyEntry {
+                        key_id: owner.key_id,
+                        user_id: owner.user_id,
+                        role: owner.role,
+                        last_used_at: owner.last_used_at,
+                    };
+                    AuthCache::put(&cache.keys, hash.clone(), e.clone(), generation);
+                    e
+                }
+            };
+            if touch_key(app, &entry.key_id, entry.last_used_at.as_deref()) {
+                // Remember the touch, so the requests until it commits do not repeat it.
+                let mut m = cache.keys.write().unwrap_or_else(|p| p.into_inner());
+                if let Some(c) = m.get_mut(&hash) {
+                    c.value.last_used_at = Some(db::now());
+                }
+            }
             Ok(Principal {
-                user_id: owner.user_id,
-                role: owner.role,
+                user_id: entry.user_id,
+                role: entry.role,
                 via: Via::ApiKey {
-                    key_id: owner.key_id,
+                    key_id: entry.key_id,
                 },
             })
         }
         Credential::Token(token) => {
             let claims = sessions::decode(&app.secrets.jwt_key, &token)?;
-            let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
-            let role = app
-                .db
-                .read(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
-                .await?;
-            let role = role.ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
+            let generation = app.db.auth_generation();
+            let entry = match AuthCache::get(&cache.sessions, &claims.sid, generation)
+                .filter(|e| e.user_id == claims.sub)
+            {
+                Some(e) => e,
+                None => {
+                    let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
+                    let role = app
+                        .db
+                        .read(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
+                        .await?
+                        .ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
+                    let e = SessionEntry {
+                        user_id: claims.sub.clone(),
+                        role,
+                    };
+                    AuthCache::put(&cache.sessions, claims.sid.clone(), e.clone(), generation);
+                    e
+                }
+            };
             Ok(Principal {
-                user_id: claims.sub,
-                role,
+                user_id: entry.user_id,
+                role: entry.role,
                 via: Via::Session {
                     session_id: claims.sid,
                 },
@@ -157,14 +268,14 @@ pub async fn authenticate(
 }
 
 /// Records `last_used_at` at most once a minute per key, off the request path, so that
-/// a busy key does not turn every read into a write.
-fn touch_key(app: &AppState, key_id: &str, last_used_at: Option<&str>) {
+/// a busy key does not turn every read into a write. Returns whether it did.
+fn touch_key(app: &AppState, key_id: &str, last_used_at: Option<&str>) -> bool {
     let now = chrono::Utc::now();
     let fresh = last_used_at
         .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
         .is_some_and(|t| now.signed_duration_since(t) < chrono::Duration::seconds(60));
     if fresh {
-        return;
+        return false;
     }
     let (db, id, at) = (app.db.clone(), key_id.to_string(), db::fmt_time(now));
     tokio::spawn(async move {
@@ -175,4 +286,5 @@ fn touch_key(app: &AppState, key_id: &str, last_used_at: Option<&str>) {
             tracing::warn!(error = %e, "could not record API key use");
         }
     });
+    true
 }

@@ -199,12 +199,12 @@ pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
     } else {
         ("leads", "1")
     };
-    c.query_row(
-        &format!(
-            "SELECT TOTAL({n}), TOTAL(CASE l.status WHEN 'new' THEN {n} END), TOTAL(CASE l.status WHEN 'contacted' THEN {n} END),
-                 TOTAL(CASE l.status WHEN 'qualified' THEN {n} END), TOTAL(CASE l.status WHEN 'converted' THEN {n} END)
-             FROM {table} l {w}"
-        ),
+    c.prepare_cached(&format!(
+        "SELECT TOTAL({n}), TOTAL(CASE l.status WHEN 'new' THEN {n} END), TOTAL(CASE l.status WHEN 'contacted' THEN {n} END),
+             TOTAL(CASE l.status WHEN 'qualified' THEN {n} END), TOTAL(CASE l.status WHEN 'converted' THEN {n} END)
+         FROM {table} l {w}"
+    ))?
+    .query_row(
         params_from_iter(p),
         |r| {
             let n = |i: usize| r.get::<_, f64>(i).map(|v| v as i64);
@@ -218,15 +218,12 @@ pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
     let (w, p) = where_clause(f, true);
     if counters_apply(f) {
         let sql = format!("SELECT TOTAL(l.n) FROM lead_status_counts l {w}");
-        return c.query_row(&sql, params_from_iter(p), |r| {
+        return c.prepare_cached(&sql)?.query_row(params_from_iter(p), |r| {
             r.get::<_, f64>(0).map(|v| v as i64)
         });
     }
-    c.query_row(
-        &format!("SELECT COUNT(*) FROM leads l {w}"),
-        params_from_iter(p),
-        |r| r.get(0),
-    )
+    c.prepare_cached(&format!("SELECT COUNT(*) FROM leads l {w}"))?
+        .query_row(params_from_iter(p), |r| r.get(0))
 }
 
 /// Whether `lead_status_counts` can answer for this filter (it has agent, owner and status).
@@ -240,7 +237,7 @@ pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Re
     p.push(limit.into());
     p.push(offset.into());
     // The page's ids come from the indexes alone; only those rows are read.
-    let mut st = c.prepare(&format!(
+    let mut st = c.prepare_cached(&format!(
         "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id
          WHERE l.id IN (SELECT l.id FROM leads l {w} ORDER BY l.created_at DESC, l.id DESC LIMIT ? OFFSET ?)
          ORDER BY l.created_at DESC, l.id DESC"
@@ -249,14 +246,12 @@ pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Re
 }
 
 pub fn get(c: &Connection, id: i64) -> rusqlite::Result<Option<Lead>> {
-    c.query_row(
-        &format!(
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
             "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id WHERE l.id = ?1"
-        ),
-        [id],
-        from_row,
-    )
-    .optional()
+        )
+    });
+    c.prepare_cached(&SQL)?.query_row([id], from_row).optional()
 }
 
 /// The lead an analysis of this conversation made, if any.
@@ -283,9 +278,11 @@ pub struct AgentRef {
 }
 
 pub fn agent(c: &Connection, agent_id: &str, user: &str) -> rusqlite::Result<Option<AgentRef>> {
-    c.query_row(
+    c.prepare_cached(
         "SELECT g.id, g.user_id, EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?2)
          FROM genies g WHERE g.id = ?1",
+    )?
+    .query_row(
         params![agent_id, user],
         |r| Ok(AgentRef { id: r.get(0)?, owner: r.get(1)?, assigned: r.get(2)? }),
     )
@@ -293,19 +290,15 @@ pub fn agent(c: &Connection, agent_id: &str, user: &str) -> rusqlite::Result<Opt
 }
 
 pub fn user_exists(c: &Connection, user_id: &str) -> rusqlite::Result<bool> {
-    c.query_row(
-        "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?1)",
-        [user_id],
-        |r| r.get(0),
-    )
+    c.prepare_cached("SELECT EXISTS (SELECT 1 FROM users WHERE id = ?1)")?
+        .query_row([user_id], |r| r.get(0))
 }
 
 pub fn is_assigned(c: &Connection, agent_id: &str, user: &str) -> rusqlite::Result<bool> {
-    c.query_row(
+    c.prepare_cached(
         "SELECT EXISTS (SELECT 1 FROM genie_assignments WHERE genie_id = ?1 AND user_id = ?2)",
-        [agent_id, user],
-        |r| r.get(0),
-    )
+    )?
+    .query_row([agent_id, user], |r| r.get(0))
 }
 
 /// Column values for insert and update; `Null` stores SQL NULL.
@@ -341,14 +334,13 @@ pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
     vals.push(ts.clone().into());
     cols.push("updated_at");
     vals.push(ts.into());
-    c.execute(
-        &format!(
-            "INSERT INTO leads ({}) VALUES ({})",
-            cols.join(", "),
-            vec!["?"; cols.len()].join(", ")
-        ),
-        params_from_iter(vals),
-    )?;
+    // Cached: compiling an insert also compiles the search and counter triggers.
+    c.prepare_cached(&format!(
+        "INSERT INTO leads ({}) VALUES ({})",
+        cols.join(", "),
+        vec!["?"; cols.len()].join(", ")
+    ))?
+    .execute(params_from_iter(vals))?;
     Ok(c.last_insert_rowid())
 }
 
@@ -358,10 +350,11 @@ pub fn update(c: &Connection, id: i64, fields: &Fields) -> rusqlite::Result<()> 
     sets.push("updated_at = ?".into());
     vals.push(now().into());
     vals.push(id.into());
-    c.execute(
-        &format!("UPDATE leads SET {} WHERE id = ?", sets.join(", ")),
-        params_from_iter(vals),
-    )?;
+    c.prepare_cached(&format!(
+        "UPDATE leads SET {} WHERE id = ?",
+        sets.join(", ")
+    ))?
+    .execute(params_from_iter(vals))?;
     Ok(())
 }
 
@@ -404,11 +397,13 @@ pub fn log(
     description: Option<&str>,
     metadata: Option<&Value>,
 ) -> rusqlite::Result<Activity> {
-    c.query_row(
-        &format!(
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
             "INSERT INTO lead_activities (lead_id, user_id, type, description, metadata, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING {ACT_COLS}"
-        ),
+        )
+    });
+    c.prepare_cached(&SQL)?.query_row(
         params![
             lead_id,
             user_id,

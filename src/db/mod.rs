@@ -24,8 +24,10 @@ pub mod webhooks;
 pub mod workers;
 pub mod workers_query;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
@@ -43,11 +45,70 @@ const PRAGMAS: &str = "PRAGMA busy_timeout = 5000;
      PRAGMA foreign_keys = ON;
      PRAGMA temp_store = MEMORY;";
 
+/// Tables whose changes can end a session or an API key, or change a caller's role.
+const AUTH_TABLES: &[&str] = &["users", "sessions", "api_keys"];
+
+/// Prepared statements kept per connection (`prepare_cached`); rusqlite's default is 16,
+/// fewer than the hot statements of all resources together.
+const STATEMENT_CACHE: usize = 128;
+
+/// Most writes one group commit carries; bounds the latency a write can add to others.
+const MAX_GROUP: usize = 64;
+
 #[derive(Clone)]
 pub struct Db {
     read: r2d2::Pool<SqliteConnectionManager>,
     write: Arc<Mutex<Connection>>,
+    writer: Arc<WriterThread>,
+    auth: Arc<AuthWatch>,
 }
+
+/// The writer thread and its queue. When the last `Db` goes, the queue closes and the
+/// thread is joined, so the writer connection is closed (and the WAL checkpointed) before
+/// the process exits.
+struct WriterThread {
+    jobs: mpsc::Sender<Job>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for WriterThread {
+    fn drop(&mut self) {
+        // Close the queue: replace the only sender with one of a channel nobody reads.
+        drop(std::mem::replace(&mut self.jobs, mpsc::channel().0));
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle
+            && h.thread().id() != std::thread::current().id()
+        {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Counts committed changes to `AUTH_TABLES` made through this process's writer, so that
+/// caches of authentication results can tell when they may be stale.
+#[derive(Default)]
+struct AuthWatch {
+    /// Set by SQLite's update hook on the writer when a statement touches an auth table.
+    dirty: Arc<AtomicBool>,
+    generation: AtomicU64,
+}
+
+impl AuthWatch {
+    /// Called after every transaction on the writer ended (committed or rolled back).
+    fn settle(&self) {
+        if self.dirty.swap(false, Ordering::SeqCst) {
+            self.generation.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// One queued write: runs the caller's closure inside the group's transaction (within its
+/// own savepoint) and returns whether it succeeded, plus how to deliver its result once the
+/// group's fate is known.
+/// Given the error instead of a transaction when the group could not begin.
+type Job = Box<dyn FnOnce(Result<&Transaction, ApiError>) -> (bool, Deliver) + Send>;
+/// Delivers a job's result; given an error when the group could not be committed.
+type Deliver = Box<dyn FnOnce(Option<ApiError>) + Send>;
 
 impl Db {
     /// Opens (creating if needed) the database and applies pending migrations.
@@ -55,6 +116,16 @@ impl Db {
         let mut writer = Connection::open(path)?;
         writer.execute_batch(PRAGMAS)?;
         embedded::migrations::runner().run(&mut writer)?;
+        writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        let auth = Arc::new(AuthWatch::default());
+        let dirty = auth.dirty.clone();
+        writer.update_hook(Some(
+            move |_: rusqlite::hooks::Action, _: &str, table: &str, _: i64| {
+                if AUTH_TABLES.contains(&table) {
+                    dirty.store(true, Ordering::SeqCst);
+                }
+            },
+        ));
         let manager = SqliteConnectionManager::file(path)
             .with_flags(
                 OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -62,15 +133,29 @@ impl Db {
                     | OpenFlags::SQLITE_OPEN_URI,
             )
             .with_init(|c| {
+                c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
                 c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())
             });
+        // A SQLite connection does not go stale: no liveness query on every checkout.
         let read = r2d2::Pool::builder()
+            .test_on_check_out(false)
             .max_size(8)
             .min_idle(Some(1))
             .build(manager)?;
+        let write = Arc::new(Mutex::new(writer));
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (w, a) = (write.clone(), auth.clone());
+        let thread = std::thread::Builder::new()
+            .name("genied-writer".into())
+            .spawn(move || writer_loop(&w, &a, queue))?;
         Ok(Db {
             read,
-            write: Arc::new(Mutex::new(writer)),
+            write,
+            writer: Arc::new(WriterThread {
+                jobs,
+                thread: Mutex::new(Some(thread)),
+            }),
+            auth,
         })
     }
 
@@ -103,25 +188,74 @@ impl Db {
         .await
     }
 
-    /// Runs `f` inside one `BEGIN IMMEDIATE` transaction on the writer; commits when `f`
+    /// Runs `f` inside a `BEGIN IMMEDIATE` transaction on the writer; commits when `f`
     /// returns `Ok`, rolls back otherwise, so a failed action changes nothing.
+    ///
+    /// Writes run on one dedicated writer thread, off the async threads. Writes queued while
+    /// the writer is busy are committed together (group commit): each runs inside its own
+    /// savepoint of one shared transaction, in queue order, so a failing write is rolled back
+    /// alone, and no caller hears `Ok` before the transaction holding its write committed.
     pub async fn write<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Transaction) -> ApiResult<T> + Send + 'static,
     {
-        let writer = self.write.clone();
-        run_blocking(move || write_sync(&writer, f)).await
+        let (tx, rx) = tokio::sync::oneshot::channel::<std::thread::Result<ApiResult<T>>>();
+        let span = tracing::Span::current();
+        // The closure may use the runtime (as it could under `spawn_blocking`).
+        let rt = tokio::runtime::Handle::try_current().ok();
+        let job: Job = Box::new(move |c: Result<&Transaction, ApiError>| {
+            let _rt = rt.as_ref().map(tokio::runtime::Handle::enter);
+            let out = match c {
+                Ok(c) => span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(c)))),
+                Err(e) => Ok(Err(e)),
+            };
+            let ok = matches!(out, Ok(Ok(_)));
+            let deliver: Deliver = Box::new(move |failed: Option<ApiError>| {
+                let out = match (out, failed) {
+                    (Ok(Ok(_)), Some(e)) => Ok(Err(e)),
+                    (out, _) => out,
+                };
+                let _ = tx.send(out);
+            });
+            (ok, deliver)
+        });
+        self.writer
+            .jobs
+            .send(job)
+            .map_err(|_| ApiError::internal("the database writer has stopped"))?;
+        match rx.await {
+            Ok(Ok(r)) => r,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(_) => Err(ApiError::internal("the database writer dropped a write")),
+        }
     }
 
     /// The same as `write`, for callers that are already on a blocking thread (the CLI).
     pub fn write_blocking<T>(&self, f: impl FnOnce(&Transaction) -> ApiResult<T>) -> ApiResult<T> {
-        write_sync(&self.write, f)
+        let mut conn = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let out = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })();
+        self.auth.settle();
+        out
     }
 
     pub fn read_blocking<T>(&self, f: impl FnOnce(&Connection) -> ApiResult<T>) -> ApiResult<T> {
         let conn = self.read.get()?;
         f(&conn)
+    }
+
+    /// Goes up by one after every committed (or rolled back) transaction of this process
+    /// that touched `users`, `sessions` or `api_keys`. It changes before the writing caller
+    /// is answered, so a cache that keys its entries by the generation read *before* its
+    /// lookup never serves what an earlier, finished write changed. Changes made by another
+    /// process (the CLI) are not seen here.
+    pub fn auth_generation(&self) -> u64 {
+        self.auth.generation.load(Ordering::SeqCst)
     }
 
     /// Copies the live database into `out` with SQLite's online backup: consistent while
@@ -135,17 +269,85 @@ impl Db {
     }
 }
 
-fn write_sync<T>(
-    writer: &Mutex<Connection>,
-    f: impl FnOnce(&Transaction) -> ApiResult<T>,
-) -> ApiResult<T> {
-    // A panic inside a previous write poisons the mutex but leaves the connection usable:
-    // its transaction was dropped, which rolled it back.
-    let mut conn = writer.lock().unwrap_or_else(|p| p.into_inner());
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    Ok(out)
+/// The writer thread: takes the next write, and with it every write already queued (up to
+/// `MAX_GROUP`), and commits them as one transaction. Ends when every `Db` is dropped.
+fn writer_loop(writer: &Mutex<Connection>, auth: &AuthWatch, queue: mpsc::Receiver<Job>) {
+    let mut carry: Vec<Job> = Vec::new();
+    loop {
+        let mut group = std::mem::take(&mut carry);
+        if group.is_empty() {
+            match queue.recv() {
+                Ok(job) => group.push(job),
+                Err(_) => return,
+            }
+        }
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        // A panic inside a previous write poisons nothing here (each job catches its own),
+        // but `write_blocking` callers may have; the connection stays usable either way.
+        let mut conn = writer.lock().unwrap_or_else(|p| p.into_inner());
+        carry = run_group(&mut conn, group);
+        drop(conn);
+        auth.settle();
+    }
+}
+
+/// Runs one group in one transaction; returns the jobs it could not start (when SQLite
+/// rolled the whole transaction back under them), to run in the next group.
+fn run_group(conn: &mut Connection, group: Vec<Job>) -> Vec<Job> {
+    let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) => {
+            let msg = e.to_string();
+            for job in group {
+                job(Err(ApiError::internal(format!("database: {msg}")))).1(None);
+            }
+            return Vec::new();
+        }
+    };
+    let mut done: Vec<Deliver> = Vec::with_capacity(group.len());
+    let mut jobs = group.into_iter();
+    while let Some(job) = jobs.next() {
+        if let Err(e) = tx.execute_batch("SAVEPOINT genied_write") {
+            job(Err(ApiError::from(e))).1(None);
+            continue;
+        }
+        let (ok, deliver) = job(Ok(&tx));
+        if tx.is_autocommit() {
+            // SQLite rolled the whole transaction back (I/O error, disk full, ...): the
+            // writes before this one are lost with it.
+            let e = || ApiError::internal("database: the transaction was rolled back");
+            for d in done {
+                d(Some(e()));
+            }
+            deliver(Some(e()));
+            return jobs.collect();
+        }
+        let end = if ok {
+            "RELEASE genied_write"
+        } else {
+            "ROLLBACK TO genied_write; RELEASE genied_write"
+        };
+        match tx.execute_batch(end) {
+            Ok(()) if ok => done.push(deliver),
+            Ok(()) => deliver(None),
+            Err(e) => deliver(Some(ApiError::from(e))),
+        }
+    }
+    match tx.commit() {
+        Ok(()) => done.into_iter().for_each(|d| d(None)),
+        Err(e) => {
+            let msg = e.to_string();
+            for d in done {
+                d(Some(ApiError::internal(format!("database: {msg}"))));
+            }
+        }
+    }
+    Vec::new()
 }
 
 /// `spawn_blocking` that keeps the caller's tracing span and re-raises a panic on the async

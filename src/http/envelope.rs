@@ -69,7 +69,10 @@ pub fn check_data(v: Value) -> ApiResult<Value> {
 
 impl Envelope {
     pub fn parse(body: &[u8]) -> ApiResult<Envelope> {
-        let mut m = body_object(body, false)?;
+        Envelope::from_object(body_object(body, false)?)
+    }
+
+    fn from_object(mut m: Map<String, Value>) -> ApiResult<Envelope> {
         let resource = take_string(&mut m, "resource")?
             .ok_or_else(|| ApiError::validation("resource is required"))?;
         let action = take_string(&mut m, "action")?
@@ -85,18 +88,6 @@ impl Envelope {
     }
 }
 
-/// The resource named by a body that may not parse, so authentication can apply the
-/// api-keys rule even to a request that will fail validation.
-fn peek_resource(body: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        resource: String,
-    }
-    serde_json::from_slice::<Peek>(body)
-        .ok()
-        .map(|p| p.resource)
-}
-
 pub async fn handle(
     State(app): State<AppState>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
@@ -107,15 +98,19 @@ pub async fn handle(
         Ok(b) => b,
         Err(e) => return body_rejection(&app, e).into_response(),
     };
-    let hint = peek_resource(&body);
-    execute(
-        &app,
-        &headers,
-        addr.ip(),
-        hint.as_deref(),
-        Envelope::parse(&body),
-    )
-    .await
+    // One parse serves both: the resource named (so authentication can apply the
+    // api-keys rule even to a request that will fail validation) and the envelope.
+    let (hint, envelope) = match body_object(&body, false) {
+        Ok(m) => {
+            let hint = match m.get("resource") {
+                Some(Value::String(r)) => Some(r.clone()),
+                _ => None,
+            };
+            (hint, Envelope::from_object(m))
+        }
+        Err(e) => (None, Err(e)),
+    };
+    execute(&app, &headers, addr.ip(), hint.as_deref(), envelope).await
 }
 
 pub fn body_rejection(app: &AppState, e: axum::extract::rejection::BytesRejection) -> ApiError {

@@ -20,6 +20,7 @@ mod leads;
 mod marketplace;
 mod notifications;
 mod openapi;
+mod perf;
 mod profiles;
 mod provider_hooks;
 mod public_page;

