@@ -1,5 +1,6 @@
 //! The ceiling genied is measured against: a bare axum handler, and a bare SQLite primary-key
-//! `SELECT` on the same database file, with no auth, envelope or JSON shaping.
+//! `SELECT` on the same database file (a cached statement on an r2d2 pool, through
+//! `spawn_blocking`, as genied reads), with no auth, envelope or JSON shaping.
 //!
 //! ```sh
 //! cargo run --release --example ceiling -- --listen 127.0.0.1:8090 --db genied-data/genied.db
@@ -28,7 +29,10 @@ type Pool = Arc<r2d2::Pool<SqliteConnectionManager>>;
 async fn select(State(pool): State<Pool>, Path(id): Path<i64>) -> String {
     tokio::task::spawn_blocking(move || {
         let c = pool.get().expect("pooled connection");
-        c.query_row("SELECT id, name, email, status FROM leads WHERE id = ?1", [id], |r| {
+        let mut st = c
+            .prepare_cached("SELECT id, name, email, status FROM leads WHERE id = ?1")
+            .expect("statement");
+        st.query_row([id], |r| {
             Ok(serde_json::json!({"id": r.get::<_, i64>(0)?, "name": r.get::<_, Option<String>>(1)?,
                 "email": r.get::<_, Option<String>>(2)?, "status": r.get::<_, Option<String>>(3)?})
             .to_string())

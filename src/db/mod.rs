@@ -52,6 +52,9 @@ const AUTH_TABLES: &[&str] = &["users", "sessions", "api_keys"];
 /// fewer than the hot statements of all resources together.
 const STATEMENT_CACHE: usize = 128;
 
+/// Least time between two background WAL checkpoints.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Most writes one group commit carries; bounds the latency a write can add to others.
 const MAX_GROUP: usize = 64;
 
@@ -69,18 +72,50 @@ pub struct Db {
 struct WriterThread {
     jobs: mpsc::Sender<Job>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Wakes the checkpointer after a commit (a full channel means it is already due).
+    checkpoint: mpsc::SyncSender<()>,
+    checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl WriterThread {
+    fn nudge_checkpointer(&self) {
+        let _ = self.checkpoint.try_send(());
+    }
+}
+
+fn join(slot: &Mutex<Option<std::thread::JoinHandle<()>>>) {
+    let handle = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(h) = handle
+        && h.thread().id() != std::thread::current().id()
+    {
+        let _ = h.join();
+    }
 }
 
 impl Drop for WriterThread {
     fn drop(&mut self) {
-        // Close the queue: replace the only sender with one of a channel nobody reads.
+        // Close the queues (replace each sender with one of a channel nobody reads), then
+        // wait for the threads: the writer first, as it wakes the checkpointer.
         drop(std::mem::replace(&mut self.jobs, mpsc::channel().0));
-        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(h) = handle
-            && h.thread().id() != std::thread::current().id()
-        {
-            let _ = h.join();
+        join(&self.thread);
+        drop(std::mem::replace(
+            &mut self.checkpoint,
+            mpsc::sync_channel(1).0,
+        ));
+        join(&self.checkpointer);
+    }
+}
+
+/// Copies committed WAL frames into the database file on its own connection, so that no
+/// write request pays for a checkpoint (SQLite's automatic checkpoint runs inside the
+/// commit that crosses 1000 WAL pages, adding milliseconds to that request). `PASSIVE`
+/// never waits for readers or the writer; at most one runs per `CHECKPOINT_EVERY`.
+fn checkpointer_loop(conn: Connection, wake: mpsc::Receiver<()>) {
+    while wake.recv().is_ok() {
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "WAL checkpoint failed");
         }
+        std::thread::sleep(CHECKPOINT_EVERY);
     }
 }
 
@@ -142,18 +177,28 @@ impl Db {
             .max_size(8)
             .min_idle(Some(1))
             .build(manager)?;
+        // Checkpoints run on their own thread and connection, not inside a commit.
+        writer.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
+        let ckpt_conn = Connection::open(path)?;
+        ckpt_conn.execute_batch(PRAGMAS)?;
+        let (checkpoint, wake) = mpsc::sync_channel::<()>(1);
+        let checkpointer = std::thread::Builder::new()
+            .name("genied-checkpoint".into())
+            .spawn(move || checkpointer_loop(ckpt_conn, wake))?;
         let write = Arc::new(Mutex::new(writer));
         let (jobs, queue) = mpsc::channel::<Job>();
-        let (w, a) = (write.clone(), auth.clone());
+        let (w, a, c) = (write.clone(), auth.clone(), checkpoint.clone());
         let thread = std::thread::Builder::new()
             .name("genied-writer".into())
-            .spawn(move || writer_loop(&w, &a, queue))?;
+            .spawn(move || writer_loop(&w, &a, queue, c))?;
         Ok(Db {
             read,
             write,
             writer: Arc::new(WriterThread {
                 jobs,
                 thread: Mutex::new(Some(thread)),
+                checkpoint,
+                checkpointer: Mutex::new(Some(checkpointer)),
             }),
             auth,
         })
@@ -241,6 +286,7 @@ impl Db {
             Ok(out)
         })();
         self.auth.settle();
+        self.writer.nudge_checkpointer();
         out
     }
 
@@ -271,7 +317,12 @@ impl Db {
 
 /// The writer thread: takes the next write, and with it every write already queued (up to
 /// `MAX_GROUP`), and commits them as one transaction. Ends when every `Db` is dropped.
-fn writer_loop(writer: &Mutex<Connection>, auth: &AuthWatch, queue: mpsc::Receiver<Job>) {
+fn writer_loop(
+    writer: &Mutex<Connection>,
+    auth: &AuthWatch,
+    queue: mpsc::Receiver<Job>,
+    checkpoint: mpsc::SyncSender<()>,
+) {
     let mut carry: Vec<Job> = Vec::new();
     loop {
         let mut group = std::mem::take(&mut carry);
@@ -293,6 +344,7 @@ fn writer_loop(writer: &Mutex<Connection>, auth: &AuthWatch, queue: mpsc::Receiv
         carry = run_group(&mut conn, group);
         drop(conn);
         auth.settle();
+        let _ = checkpoint.try_send(());
     }
 }
 
