@@ -2,7 +2,7 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-/// Inserts a genie row directly (the genies resource lives in another branch).
+/// Inserts a genie row directly, skipping provisioning, for tests that only need one to exist.
 pub async fn insert_genie(app: &TestApp, owner: &User, name: &str) -> String {
     insert_genie_with(app, owner, name, None, false, &[]).await
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-/// Inserts a genie row for `user` directly (the genies resource lands separately).
+/// Inserts a genie row for `user` directly, with any extra columns, skipping provisioning.
 pub async fn insert_genie(
     app: &TestApp,
     user: &User,
