@@ -186,12 +186,9 @@ pub fn save(c: &Connection, g: &GenieRow) -> rusqlite::Result<bool> {
 
 /// Any genie by id, without access checks (internal use: jobs, providers).
 pub fn find(c: &Connection, id: &str) -> rusqlite::Result<Option<GenieRow>> {
-    c.query_row(
-        &format!("SELECT {COLS} FROM genies WHERE id = ?1"),
-        [id],
-        from_row,
-    )
-    .optional()
+    c.prepare_cached(&format!("SELECT {COLS} FROM genies WHERE id = ?1"))?
+        .query_row([id], from_row)
+        .optional()
 }
 
 /// True when `user_id` (with `role`) may read the genie: its owner, an internal admin, a
@@ -223,16 +220,14 @@ pub fn get_readable(
     role: Role,
     id: &str,
 ) -> rusqlite::Result<Option<GenieRow>> {
-    c.query_row(
-        &format!(
+    // Cached: this runs on every genie request.
+    c.prepare_cached(&format!(
             "SELECT {COLS} FROM genies g WHERE id = ?1 AND (?3 OR user_id = ?2
              OR EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?2)
              OR EXISTS (SELECT 1 FROM team_genies tg JOIN team_members m ON m.team_id = tg.team_id
                         WHERE tg.genie_id = g.id AND m.user_id = ?2))"
-        ),
-        params![id, user_id, role == Role::InternalAdmin],
-        from_row,
-    )
+    ))?
+    .query_row(params![id, user_id, role == Role::InternalAdmin], from_row)
     .optional()
 }
 
@@ -245,15 +240,13 @@ pub fn get_manageable(
     if role == Role::Consumer {
         return Ok(None);
     }
-    c.query_row(
-        &format!(
+    // Cached: this runs on every genie request.
+    c.prepare_cached(&format!(
             "SELECT {COLS} FROM genies g WHERE id = ?1 AND (?3 OR user_id = ?2
              OR EXISTS (SELECT 1 FROM team_genies tg JOIN team_members m ON m.team_id = tg.team_id
                         WHERE tg.genie_id = g.id AND m.user_id = ?2 AND m.role IN ('owner', 'admin')))"
-        ),
-        params![id, user_id, role == Role::InternalAdmin],
-        from_row,
-    )
+    ))?
+    .query_row(params![id, user_id, role == Role::InternalAdmin], from_row)
     .optional()
 }
 
