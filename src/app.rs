@@ -88,6 +88,17 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             "requeued jobs left running by a previous process"
         );
     }
+    // Document files a crash left without a record (see `knowledge::store`); nothing writes
+    // yet, and the data directory belongs to this one process (as `jobs::recover` assumes).
+    let swept = crate::knowledge::store::Store::new(config.documents_dir())
+        .sweep(&db)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if swept > 0 {
+        tracing::warn!(
+            count = swept,
+            "removed document files no record names (left by a crash)"
+        );
+    }
     let voice = match voice {
         Some(v) => v,
         None => crate::voice::from_config(&config, &db)?,
@@ -95,7 +106,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
     let state = Arc::new(AppInner {
         limits: RateLimits::new(&config),
         voice,
-        net: Guarded::new(config.allow_private_outbound),
+        net: Guarded::from_config(&config),
         llm: Llm::from_config(&config),
         public_chat: http::public_page::ChatLimiter::new(config.public_chat_rate_limit_per_minute),
         workers: crate::workers::Workers::new(&config, &secrets),

@@ -114,6 +114,12 @@ pub struct Config {
     #[arg(long, env = "GENIED_ALLOW_PRIVATE_OUTBOUND", default_value_t = false)]
     pub allow_private_outbound: bool,
 
+    /// Nameserver (`ip:port`, asked over UDP and TCP) that resolves the hosts of user-supplied
+    /// URLs (website import, webhooks, worker `web_fetch`), e.g. a split-horizon resolver;
+    /// default: the system's resolver configuration. Answers still pass the SSRF guard.
+    #[arg(long, env = "GENIED_DNS_SERVER")]
+    pub dns_server: Option<std::net::SocketAddr>,
+
     /// Messages a minute one client address may send to public genie page chats; 0 turns
     /// the limit off.
     #[arg(

@@ -3,7 +3,8 @@
 //! address that is connected to: names resolving to loopback, private, link-local,
 //! metadata and other internal ranges are refused, IP literals are checked before the
 //! request and on every redirect, and every response is bounded in time and size. Proxies
-//! from the environment are ignored. DNS is hickory, never the C library's getaddrinfo.
+//! from the environment are ignored. DNS is hickory, never the C library's getaddrinfo:
+//! the system's resolver configuration, or one nameserver named by `--dns-server`.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, OnceLock};
@@ -11,6 +12,8 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use hickory_resolver::TokioResolver;
+use hickory_resolver::config::{NameServerConfigGroup, ResolverConfig};
+use hickory_resolver::name_server::TokioConnectionProvider;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, Url};
@@ -138,7 +141,28 @@ pub fn check_url_allowing(
 #[derive(Clone)]
 struct GuardedResolver {
     allow_private: bool,
+    /// The one upstream nameserver (UDP and TCP on the same port); `None`: the system's.
+    dns_server: Option<SocketAddr>,
     resolver: Arc<OnceLock<TokioResolver>>,
+}
+
+impl GuardedResolver {
+    fn make(&self) -> Result<TokioResolver, hickory_resolver::ResolveError> {
+        Ok(match self.dns_server {
+            // No search domains: a name is looked up as given, so what is checked is exactly
+            // the name of the URL.
+            Some(ns) => TokioResolver::builder_with_config(
+                ResolverConfig::from_parts(
+                    None,
+                    Vec::new(),
+                    NameServerConfigGroup::from_ips_clear(&[ns.ip()], ns.port(), true),
+                ),
+                TokioConnectionProvider::default(),
+            )
+            .build(),
+            None => TokioResolver::builder_tokio()?.build(),
+        })
+    }
 }
 
 impl Resolve for GuardedResolver {
@@ -148,7 +172,7 @@ impl Resolve for GuardedResolver {
             let resolver = match this.resolver.get() {
                 Some(r) => r,
                 None => {
-                    let built = TokioResolver::builder_tokio()?.build();
+                    let built = this.make()?;
                     let _ = this.resolver.set(built);
                     this.resolver.get().expect("just set")
                 }
@@ -226,24 +250,42 @@ pub struct Guarded {
 }
 
 impl Guarded {
+    /// A client resolving with the system's DNS configuration.
     pub fn new(allow_private: bool) -> Guarded {
-        Self::build(allow_private, Vec::new())
+        Self::build(allow_private, Vec::new(), None)
+    }
+
+    /// A client asking only `dns_server` (`ip:port`, UDP and TCP) when given, else the
+    /// system's resolver configuration. The address guard applies to whatever it answers.
+    pub fn with_dns_server(allow_private: bool, dns_server: Option<SocketAddr>) -> Guarded {
+        Self::build(allow_private, Vec::new(), dns_server)
+    }
+
+    /// The service's client: `--allow-private-outbound` and `--dns-server`.
+    pub fn from_config(config: &crate::config::Config) -> Guarded {
+        Self::with_dns_server(config.allow_private_outbound, config.dns_server)
     }
 
     /// A strict client (private addresses refused) that nevertheless permits these exact
     /// `ip:port` pairs when a URL names them as a literal IP. It exists for tests: a fake
     /// server on a loopback address can be the first hop, and everything else it points to
     /// (a redirect to another port or address, a name resolving to loopback) is still refused.
-    /// The service never builds one; `--allow-private-outbound` is the only production switch.
+    /// The service never builds one; `--allow-private-outbound` is the only production switch
+    /// that lets private addresses through.
     pub fn with_allowed(allowed: Vec<SocketAddr>) -> Guarded {
-        Self::build(false, allowed)
+        Self::build(false, allowed, None)
     }
 
-    fn build(allow_private: bool, allowed: Vec<SocketAddr>) -> Guarded {
+    fn build(
+        allow_private: bool,
+        allowed: Vec<SocketAddr>,
+        dns_server: Option<SocketAddr>,
+    ) -> Guarded {
         let allowed = Arc::new(allowed);
         let for_redirects = allowed.clone();
         let resolver = GuardedResolver {
             allow_private,
+            dns_server,
             resolver: Arc::new(OnceLock::new()),
         };
         let redirect = reqwest::redirect::Policy::custom(move |attempt| {

@@ -187,15 +187,17 @@ async fn extract_step(app: &AppState, id: &str, attempts: i64) -> Result<(), Str
     };
     let store = super::store(app);
     let id2 = id.to_string();
-    app.db
+    let put = store.clone();
+    let unused = app
+        .db
         .write(move |c| {
             let Some(cur) = docs::get_any(c, &id2)? else {
-                return Ok(());
+                return Ok(None);
             };
             if cur.status != "pending_extraction" {
-                return Ok(());
+                return Ok(None);
             }
-            let hash = store.put(text.as_bytes()).map_err(ApiError::internal)?;
+            let hash = put.put(text.as_bytes()).map_err(ApiError::internal)?;
             docs::set_content_hash(c, &id2, &hash)?;
             docs::set_status(c, &id2, "pending_optimization", None)?;
             jobs::enqueue(
@@ -205,14 +207,13 @@ async fn extract_step(app: &AppState, id: &str, attempts: i64) -> Result<(), Str
                 Duration::ZERO,
                 None,
             )?;
-            if cur.content_hash.as_deref() != Some(hash.as_str()) {
-                store.release(c, cur.content_hash.as_deref())?;
-            }
-            Ok(())
+            Ok(cur.content_hash.filter(|old| *old != hash))
         })
         .await
         .map_err(db_err)?;
     app.wake_jobs();
+    // The replaced text's file goes only now that the record no longer names it.
+    store.collect(&app.db, unused.into_iter().collect()).await;
     Ok(())
 }
 
@@ -269,6 +270,7 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
     }
     let chunks = text::chunk(&text, CHUNK_CHARS);
     let store = super::store(app);
+    let put = store.clone();
     let (id, ext2, size) = (d.id.clone(), external.clone(), text.len() as i64);
     let sized = d.doc_type == "text"
         || d.doc_type == "url"
@@ -280,7 +282,7 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
             let Some(cur) = docs::get_any(c, &id)? else {
                 return Ok(None);
             };
-            let hash = store.put(text.as_bytes()).map_err(ApiError::internal)?;
+            let hash = put.put(text.as_bytes()).map_err(ApiError::internal)?;
             docs::set_content_hash(c, &id, &hash)?;
             docs::set_external_id(c, &id, Some(&ext2))?;
             docs::set_status(c, &id, "completed", None)?;
@@ -288,17 +290,18 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
                 docs::set_size(c, &id, size)?;
             }
             docs::replace_chunks(c, &id, &chunks)?;
-            if cur.content_hash.as_deref() != Some(hash.as_str()) {
-                store.release(c, cur.content_hash.as_deref())?;
-            }
             Ok(Some((
                 docs::get_any(c, &id)?.expect("present"),
                 docs::linked_genies(c, &id)?,
+                cur.content_hash.filter(|old| *old != hash),
             )))
         })
         .await;
     let (doc, genies) = match updated {
-        Ok(Some(x)) => x,
+        Ok(Some((doc, genies, unused))) => {
+            store.collect(&app.db, unused.into_iter().collect()).await;
+            (doc, genies)
+        }
         Ok(None) => {
             // Deleted meanwhile: do not leave the provider copy behind.
             let _ = app.voice.delete_document(&external).await;

@@ -1,6 +1,10 @@
 //! Crash durability: the real binary is SIGKILLed at random moments while clients write;
 //! after every restart each acknowledged write is there, the database is intact, and no
-//! job is left claimed by the dead process.
+//! job is left claimed by the dead process. Besides records (webhooks), writers create
+//! knowledge-base documents (typed text through the envelope, files through the multipart
+//! route), so the document file store is under the kills too: after the last restart every
+//! acknowledged document is there with its stored original, the pipeline finishes them all,
+//! and `admin check` finds no orphaned or missing file.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -25,6 +29,8 @@ fn start(data: &std::path::Path, port: u16) -> Child {
             "--allow-private-outbound",
             "--job-poll-ms",
             "20",
+            "--session-rate-limit-per-minute",
+            "0",
         ])
         .arg("--data-dir")
         .arg(data)
@@ -65,6 +71,96 @@ fn cli(data: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
+/// `genied admin check --json`: exit status success, and the report.
+fn admin_check(data: &std::path::Path) -> (bool, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_genied"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(["admin", "check", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.success(), report)
+}
+
+/// A document a writer was told was created: its id and the exact text it sent.
+struct AckedDoc {
+    id: String,
+    content: String,
+    marker: String,
+}
+
+/// Creates documents until the server stops answering 201: typed text through the envelope
+/// (`upload == false`) or a `.txt` file through `POST /v1/knowledge-base/upload`.
+async fn document_writer(
+    client: reqwest::Client,
+    base: String,
+    token: String,
+    round: usize,
+    w: usize,
+    upload: bool,
+) -> Vec<AckedDoc> {
+    let mut acked = Vec::new();
+    for i in 0.. {
+        // One word no other document has, to find the document by search later.
+        let marker = format!("zq{round}x{w}x{i}q");
+        let content = format!(
+            "Durability note {i} of writer {w} in round {round}. The marker word is {marker}. \
+             A process may die at any moment; what it acknowledged must still be there."
+        );
+        let req = if upload {
+            let boundary = "genied-durability-boundary";
+            let body = format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; \
+                 filename=\"note-{round}-{w}-{i}.txt\"\r\nContent-Type: text/plain\r\n\r\n\
+                 {content}\r\n--{boundary}--\r\n"
+            );
+            client
+                .post(format!("{base}/v1/knowledge-base/upload"))
+                .header(
+                    "content-type",
+                    format!("multipart/form-data; boundary={boundary}"),
+                )
+                .body(body)
+        } else {
+            client.post(format!("{base}/v1")).json(&json!({
+                "resource": "knowledge-base", "action": "create",
+                "data": {"title": format!("note {round}/{w}/{i}"), "content": content}}))
+        };
+        let Ok(resp) = req.bearer_auth(&token).send().await else {
+            break;
+        };
+        if resp.status() != 201 {
+            break;
+        }
+        let Ok(v) = resp.json::<Value>().await else {
+            break;
+        };
+        let id = v["data"]["document"]["id"].as_str().unwrap().to_string();
+        acked.push(AckedDoc {
+            id,
+            content,
+            marker,
+        });
+    }
+    acked
+}
+
+async fn envelope(client: &reqwest::Client, base: &str, token: &str, body: Value) -> Value {
+    let resp = client
+        .post(format!("{base}/v1"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    let v: Value = resp.json().await.unwrap();
+    assert!(status.is_success(), "{body}: {status} {v}");
+    v["data"].clone()
+}
+
 #[tokio::test]
 async fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
@@ -90,6 +186,8 @@ async fn acknowledged_writes_survive_sigkill() {
         .unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut acked: Vec<String> = Vec::new();
+    let mut acked_docs: Vec<AckedDoc> = Vec::new();
+    let mut orphans_after_kills = 0;
 
     for round in 0..6 {
         let port = free_port();
@@ -127,17 +225,45 @@ async fn acknowledged_writes_survive_sigkill() {
                 })
             })
             .collect();
+        // Four more create documents: two typed, two uploaded as files.
+        let doc_writers: Vec<_> = (0..4)
+            .map(|w| {
+                tokio::spawn(document_writer(
+                    client.clone(),
+                    base.clone(),
+                    token.clone(),
+                    round,
+                    w,
+                    w % 2 == 1,
+                ))
+            })
+            .collect();
         tokio::time::sleep(Duration::from_millis(rng.gen_range(30..250))).await;
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         for w in writers {
             acked.extend(w.await.unwrap());
         }
+        for w in doc_writers {
+            acked_docs.extend(w.await.unwrap());
+        }
+        // Straight after the kill, before the restart: no record names a missing file. Files
+        // no record names yet may be there (a document's file is written before its record
+        // commits); the next start removes them.
+        let report = admin_check(&data).1;
+        assert_eq!(report["integrity"], json!("ok"), "{report}");
+        assert_eq!(report["missing_files"], json!([]), "{report}");
+        orphans_after_kills += report["orphaned_files"].as_array().unwrap().len();
     }
     assert!(
         acked.len() > 20,
         "the writers barely wrote ({}), the test proves nothing",
         acked.len()
+    );
+    assert!(
+        acked_docs.len() > 10,
+        "the document writers barely wrote ({}), the test proves nothing",
+        acked_docs.len()
     );
 
     // Restart once more and read everything back.
@@ -162,7 +288,7 @@ async fn acknowledged_writes_survive_sigkill() {
         .map(|w| w["id"].as_str().unwrap())
         .collect();
     println!(
-        "durability: 6 SIGKILL rounds, {} acknowledged writes, {} present after restart",
+        "durability: 6 SIGKILL rounds, {} acknowledged webhook writes, {} present after restart",
         acked.len(),
         present.len()
     );
@@ -175,20 +301,104 @@ async fn acknowledged_writes_survive_sigkill() {
         "{} acknowledged writes lost: {lost:?}",
         lost.len()
     );
+
+    // Documents: the pipeline resumes after the restart and brings every acknowledged one to
+    // a final status (bounded wait); each is there, completed, findable by its marker word,
+    // and its original is in the file store byte for byte.
+    let mut docs: std::collections::HashMap<String, Value> = Default::default();
+    for _ in 0..600 {
+        docs.clear();
+        let mut offset = 0;
+        loop {
+            let page = envelope(
+                &client,
+                &base,
+                &token,
+                json!({"resource": "knowledge-base", "action": "all",
+                       "data": {"limit": 500, "offset": offset}}),
+            )
+            .await;
+            let items = page["documents"].as_array().unwrap().clone();
+            offset += items.len();
+            for d in items {
+                docs.insert(d["id"].as_str().unwrap().to_string(), d);
+            }
+            if offset as u64 >= page["total"].as_u64().unwrap() {
+                break;
+            }
+        }
+        if docs
+            .values()
+            .all(|d| d["status"] == json!("completed") || d["status"] == json!("failed"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let store = genied::knowledge::store::Store::new(data.join("documents"));
+    for a in &acked_docs {
+        let d = docs
+            .get(&a.id)
+            .unwrap_or_else(|| panic!("acknowledged document {} lost", a.id));
+        assert_eq!(d["status"], json!("completed"), "{d}");
+        let hash = genied::knowledge::store::Store::hash(a.content.as_bytes());
+        assert_eq!(
+            store.read(&hash).ok().as_deref(),
+            Some(a.content.as_bytes()),
+            "the original of {} is not stored intact",
+            a.id
+        );
+        let found = envelope(
+            &client,
+            &base,
+            &token,
+            json!({"resource": "knowledge-base", "action": "search",
+                   "data": {"query": a.marker, "limit": 5}}),
+        )
+        .await;
+        let hits: Vec<&str> = found["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["document_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(hits, [a.id.as_str()], "search for {}: {found}", a.marker);
+    }
+    // Documents created but not acknowledged (the process died before answering) may exist;
+    // they too must have finished.
+    let unfinished: Vec<&Value> = docs
+        .values()
+        .filter(|d| d["status"] != json!("completed"))
+        .collect();
+    assert!(unfinished.is_empty(), "not completed: {unfinished:?}");
+    println!(
+        "durability: {} acknowledged documents, {} present and completed after restart; \
+         {orphans_after_kills} unreferenced files found after the kills, swept at the restarts",
+        acked_docs.len(),
+        docs.len()
+    );
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let check = Command::new(env!("CARGO_BIN_EXE_genied"))
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["admin", "check", "--json"])
-        .output()
+    // No pipeline job is left behind.
+    let conn = rusqlite::Connection::open(data.join("genied.db")).unwrap();
+    let left: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM jobs WHERE kind LIKE 'document.%' AND status != 'done'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    let report: Value = serde_json::from_slice(&check.stdout)
-        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&check.stderr)));
-    assert!(check.status.success(), "{report}");
+    assert_eq!(left, 0, "document pipeline jobs not done");
+    drop(conn);
+
+    let (ok, report) = admin_check(&data);
+    assert!(ok, "{report}");
     assert_eq!(report["integrity"], json!("ok"));
     assert_eq!(report["stuck_jobs"], json!(0));
+    assert_eq!(report["missing_files"], json!([]), "{report}");
+    assert_eq!(report["orphaned_files"], json!([]), "{report}");
+    assert_eq!(report["problems"], json!([]), "{report}");
 }
 
 /// `admin check` finds document files that are missing (a record names them) or orphaned (no
@@ -247,4 +457,51 @@ async fn admin_check_reports_missing_and_orphaned_document_files() {
     assert!(!ok, "{report}");
     let name = victim.file_name().unwrap().to_string_lossy().into_owned();
     assert_eq!(report["missing_files"], json!([name]));
+}
+
+/// The start-up sweep removes document files no record names (what a crash between writing a
+/// file and committing its record leaves) and leftover temp files, and keeps every file a
+/// record names.
+#[tokio::test]
+async fn startup_sweeps_unreferenced_document_files() {
+    let app = crate::common::TestApp::spawn().await;
+    let u = app.standard().await;
+    let content = "a note that must keep its file";
+    let id = app
+        .call(
+            &u.token,
+            "knowledge-base",
+            "create",
+            None,
+            json!({"title": "kept", "content": content}),
+        )
+        .await
+        .ok(201)["document"]["id"]
+        .clone();
+    app.run_jobs().await;
+    let docs = app.dir.path().join("documents");
+    let stray = "cd".repeat(32);
+    std::fs::create_dir_all(docs.join("cd")).unwrap();
+    std::fs::write(docs.join("cd").join(&stray), b"left by a crash").unwrap();
+    std::fs::write(docs.join("cd").join(".tmp-0123"), b"half a write").unwrap();
+
+    let app = app.restart().await;
+    let docs = app.dir.path().join("documents");
+    assert!(!docs.join("cd").join(&stray).exists());
+    assert!(!docs.join("cd").join(".tmp-0123").exists());
+    let store = genied::knowledge::store::Store::new(&docs);
+    let kept = genied::knowledge::store::Store::hash(content.as_bytes());
+    assert_eq!(store.read(&kept).unwrap(), content.as_bytes());
+    let d = app
+        .call(&u.token, "knowledge-base", "get", Some(id), json!({}))
+        .await;
+    assert_eq!(d.ok(200)["document"]["status"], json!("completed"));
+    let out = Command::new(env!("CARGO_BIN_EXE_genied"))
+        .arg("--data-dir")
+        .arg(app.dir.path())
+        .args(["admin", "check", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{report}");
 }

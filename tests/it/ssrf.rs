@@ -437,3 +437,232 @@ async fn worker_web_fetch_refuses_internal_urls() {
     }
     assert_eq!(target.hits.load(Ordering::SeqCst), 0);
 }
+
+// ---- DNS names that resolve to internal addresses ------------------------------------------
+//
+// The guarded client asks the fake nameserver (`--dns-server`, `Guarded::with_dns_server`) of
+// `fakes::dns`, whose zone maps names under `genied.test` to loopback, private, metadata and
+// other internal addresses. Each name must be refused with a message naming the address it
+// resolved to, the fake must have received the query (so the refusal came from a real
+// resolution, not from a guess about the name), and the target on 127.0.0.1 is never reached.
+
+use crate::common::fakes::dns::{self, FakeDns};
+
+fn shown(addr: &str) -> String {
+    addr.parse::<std::net::IpAddr>().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn names_resolving_to_internal_addresses_are_refused() {
+    let fake = FakeDns::start().await;
+    let target = start("127.0.0.1").await;
+    let port = target.addr.port();
+    let net = Guarded::with_dns_server(false, Some(fake.addr));
+    for (label, _, bad) in dns::FORBIDDEN {
+        let name = dns::fqdn(label);
+        for url in [
+            format!("http://{name}:{port}/latest/meta-data/"),
+            // Upper case and a trailing dot are the same name.
+            format!("http://{}.:{port}/", name.to_uppercase()),
+        ] {
+            match net.get(&url, limits()).await {
+                Err(NetError::Refused(m)) => {
+                    // The name as asked (a trailing dot stays), then the address.
+                    let m = m
+                        .to_lowercase()
+                        .replace(&format!("{name}. "), &format!("{name} "));
+                    let want = format!("{name} resolves to {}", shown(bad));
+                    assert!(
+                        m.contains(&want) && m.contains("not allowed"),
+                        "{url}: the message should say '{want} … not allowed': {m}"
+                    );
+                }
+                other => panic!("{url} was not refused: {other:?}"),
+            }
+        }
+        assert!(fake.asked(&name), "{name} was never resolved");
+    }
+    // The alias was followed to its target inside the zone.
+    assert!(fake.asked("alias.genied.test"));
+    assert_eq!(
+        target.hits.load(Ordering::SeqCst),
+        0,
+        "the target was reached"
+    );
+    assert_eq!(fake.problems(), Vec::<String>::new());
+    // Both address families were asked for (the guard sees every answer).
+    let seen = fake.seen();
+    for t in [
+        hickory_proto::rr::RecordType::A,
+        hickory_proto::rr::RecordType::AAAA,
+    ] {
+        assert!(seen.iter().any(|s| s.qtype == t), "no {t} query: {seen:?}");
+    }
+
+    // Control: with private addresses allowed, the same resolver's answer is what gets
+    // connected to, so the refusals above are the guard's and not a broken lookup.
+    let open = Guarded::with_dns_server(true, Some(fake.addr));
+    let ok = open
+        .get(&format!("http://loop.genied.test:{port}/"), limits())
+        .await
+        .unwrap();
+    assert_eq!(ok.status, 200);
+    assert_eq!(target.hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn public_answers_and_unknown_names_are_not_refusals() {
+    let fake = FakeDns::start().await;
+    let net = Guarded::with_dns_server(false, Some(fake.addr));
+    // Public answers pass the guard: whatever happens next (this machine may have no route
+    // to the address, so a short timeout bounds the attempt) is a connection outcome, never
+    // a refusal. Port 9 (discard) is not expected to answer HTTP.
+    let quick = Limits {
+        max_bytes: 1024,
+        timeout: std::time::Duration::from_millis(800),
+    };
+    for (label, _) in dns::PUBLIC {
+        let name = dns::fqdn(label);
+        let url = format!("http://{name}:9/");
+        match net.get(&url, quick).await {
+            Err(NetError::Refused(m)) => panic!("{url} was refused: {m}"),
+            Err(NetError::Failed(m)) => assert!(!m.contains("not allowed"), "{url}: {m}"),
+            Ok(_) => {}
+        }
+        assert!(fake.asked(&name), "{name} was never resolved");
+    }
+    // `dual` has a public A and a loopback AAAA: only the A was asked for, so the loopback
+    // address was never learned (and could not be connected to).
+    assert!(
+        !fake
+            .seen()
+            .iter()
+            .any(|s| s.name == "dual.genied.test" && s.qtype == hickory_proto::rr::RecordType::AAAA),
+        "{:?}",
+        fake.seen()
+    );
+    // A name the zone does not have: NXDOMAIN is a failure to fetch, not a refusal.
+    let url = "http://nowhere.genied.test/";
+    match net.get(url, limits()).await {
+        Err(NetError::Failed(m)) => {
+            assert!(m.contains("dns error") || m.contains("no record"), "{m}")
+        }
+        other => panic!("{url}: {other:?}"),
+    }
+    assert!(fake.asked("nowhere.genied.test"));
+    assert_eq!(fake.problems(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn api_paths_refuse_names_resolving_to_internal_addresses() {
+    let fake = FakeDns::start().await;
+    let target = start("127.0.0.1").await;
+    let port = target.addr.port();
+    let dns_addr = fake.addr;
+    let app = TestApp::spawn_with(|c| {
+        c.allow_private_outbound = false;
+        c.dns_server = Some(dns_addr);
+    })
+    .await;
+    let u = app.standard().await;
+
+    // Knowledge base: the record is accepted (the name is fine as text), then the fetch is
+    // refused at resolution and the document fails naming the address.
+    for (sub, label, bad) in [
+        ("upload-website", "loop", "127.0.0.1"),
+        ("upload-website", "mapped", "::ffff:127.0.0.1"),
+        ("scrape-website", "meta", "169.254.169.254"),
+        ("scrape-website", "internal", "10.1.2.3"),
+    ] {
+        let name = dns::fqdn(label);
+        let url = format!("http://{name}:{port}/");
+        let r = app
+            .call(
+                &u.token,
+                "knowledge-base",
+                "create",
+                None,
+                json!({"action": sub, "data": {"url": url}}),
+            )
+            .await;
+        let doc = r.ok(201)["document"]["id"].clone();
+        let mut d = json!(null);
+        for _ in 0..500 {
+            app.run_jobs().await;
+            d = app
+                .call(
+                    &u.token,
+                    "knowledge-base",
+                    "get",
+                    Some(doc.clone()),
+                    json!({}),
+                )
+                .await
+                .ok(200)["document"]
+                .clone();
+            if d["status"] == json!("failed") || d["status"] == json!("completed") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(d["status"], json!("failed"), "{sub} {url}: {d}");
+        let err = d["error"].as_str().unwrap_or_default();
+        let want = format!("{name} resolves to {}", shown(bad));
+        assert!(
+            err.contains(&want) && err.contains("not allowed"),
+            "{sub} {url}: {err}"
+        );
+        assert!(fake.asked(&name), "{name} was never resolved");
+    }
+
+    // Webhooks: creating accepts the name; `test` delivers and reports the refusal.
+    let w = app
+        .call(
+            &u.token,
+            "webhooks",
+            "create",
+            None,
+            json!({"url": format!("http://internal.genied.test:{port}/hook")}),
+        )
+        .await;
+    let id = w.ok(201)["webhook"]["id"].clone();
+    let t = app
+        .call(&u.token, "webhooks", "test", Some(id), json!({}))
+        .await;
+    let res = &t.ok(200)["result"];
+    assert_eq!(res["succeeded"], json!(false), "{res}");
+    let err = res["error"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("internal.genied.test resolves to 10.1.2.3") && err.contains("not allowed"),
+        "{res}"
+    );
+
+    // Worker `web_fetch` (through `test-credential`, which makes the same request).
+    let r = app
+        .call(
+            &u.token,
+            "worker-genies",
+            "test-credential",
+            None,
+            json!({"credential_type": "bearer_token", "value": "marker-token",
+                   "url": format!("http://v6loop.genied.test:{port}/")}),
+        )
+        .await;
+    let d = r.ok(200);
+    assert_eq!(d["status"], json!("failed"), "{d}");
+    let msg = d["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("v6loop.genied.test resolves to ::1") && msg.contains("not allowed"),
+        "{d}"
+    );
+
+    for name in ["internal.genied.test", "v6loop.genied.test"] {
+        assert!(fake.asked(name), "{name} was never resolved");
+    }
+    assert_eq!(
+        target.hits.load(Ordering::SeqCst),
+        0,
+        "the target was reached"
+    );
+    assert_eq!(fake.problems(), Vec::<String>::new());
+}

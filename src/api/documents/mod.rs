@@ -403,11 +403,14 @@ async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             let d = writable(c, &scope, &id)?;
             let genies = docs::linked_genies(c, &d.id)?;
             docs::delete(c, &d.id)?;
-            store.release(c, d.original_hash.as_deref())?;
-            store.release(c, d.content_hash.as_deref())?;
             Ok((d, genies))
         })
         .await?;
+    // Files go after the commit, so a crash cannot leave the record without them.
+    let files = [d.original_hash.clone(), d.content_hash.clone()];
+    store
+        .collect(&ctx.app.db, files.into_iter().flatten().collect())
+        .await;
     if let Some(ext) = &d.external_id
         && let Err(e) = ctx.app.voice.delete_document(ext).await
     {
