@@ -88,8 +88,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             "requeued jobs left running by a previous process"
         );
     }
-    // Document files a crash left without a record (see `knowledge::store`); nothing writes
-    // yet, and the data directory belongs to this one process (as `jobs::recover` assumes).
+    // Document files a crash left without a record (see `knowledge::store`).
     let swept = crate::knowledge::store::Store::new(config.documents_dir())
         .sweep(&db)
         .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -297,11 +297,8 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
             )))
         })
         .await;
-    let (doc, genies) = match updated {
-        Ok(Some((doc, genies, unused))) => {
-            store.collect(&app.db, unused.into_iter().collect()).await;
-            (doc, genies)
-        }
+    let (doc, genies, unused) = match updated {
+        Ok(Some(x)) => x,
         Ok(None) => {
             // Deleted meanwhile: do not leave the provider copy behind.
             let _ = app.voice.delete_document(&external).await;
@@ -333,6 +330,8 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
         &doc.user_id,
         super::render(&doc, agents, false),
     ));
+    // The replaced text's file goes only now that the committed record no longer names it.
+    store.collect(&app.db, unused.into_iter().collect()).await;
     Ok(doc)
 }
 

@@ -13,7 +13,7 @@
 //! - The price of both orders is that a crash between them leaves a file no record names: a
 //!   `put` whose record never committed, or a `collect` that never ran. The SIGKILL test of
 //!   `tests/it/durability.rs` produced such orphans in every run. `sweep` removes them, with
-//!   leftover temp files, when the service starts, before anything can write.
+//!   leftover temp files, when the service starts.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -103,35 +103,37 @@ impl Store {
     }
 
     /// Removes every file no document record names and every leftover temp file; returns how
-    /// many. Only for startup, before the service writes: a `put` in flight would look unused.
+    /// many. Run at startup. It looks and removes while holding the database's write lock
+    /// (inside a write transaction): every `put` happens inside a write transaction too, so no
+    /// file whose record is about to commit can be taken for an orphan, even one written by
+    /// another process on the same data directory.
     pub fn sweep(&self, db: &Db) -> ApiResult<usize> {
-        let used: std::collections::HashSet<String> = db.read_blocking(|c| {
+        db.write_blocking(|c| {
             let mut st = c.prepare(
                 "SELECT original_hash FROM documents WHERE original_hash IS NOT NULL
                  UNION SELECT content_hash FROM documents WHERE content_hash IS NOT NULL",
             )?;
-            let v = st
+            let used: std::collections::HashSet<String> = st
                 .query_map([], |r| r.get::<_, String>(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            Ok(v)
-        })?;
-        let mut removed = 0;
-        let Ok(dirs) = std::fs::read_dir(&self.dir) else {
-            return Ok(0);
-        };
-        for d in dirs.flatten().filter(|d| d.path().is_dir()) {
-            let Ok(files) = std::fs::read_dir(d.path()) else {
-                continue;
+            let mut removed = 0;
+            let Ok(dirs) = std::fs::read_dir(&self.dir) else {
+                return Ok(0);
             };
-            for f in files.flatten() {
-                let name = f.file_name().to_string_lossy().into_owned();
-                if name.starts_with(".tmp-") || !used.contains(&name) {
-                    remove_quietly(&f.path());
-                    removed += 1;
+            for d in dirs.flatten().filter(|d| d.path().is_dir()) {
+                let Ok(files) = std::fs::read_dir(d.path()) else {
+                    continue;
+                };
+                for f in files.flatten() {
+                    let name = f.file_name().to_string_lossy().into_owned();
+                    if name.starts_with(".tmp-") || !used.contains(&name) {
+                        remove_quietly(&f.path());
+                        removed += 1;
+                    }
                 }
             }
-        }
-        Ok(removed)
+            Ok(removed)
+        })
     }
 }
 

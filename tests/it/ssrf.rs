@@ -482,6 +482,21 @@ async fn names_resolving_to_internal_addresses_are_refused() {
         }
         assert!(fake.asked(&name), "{name} was never resolved");
     }
+    // A truncated UDP answer: the resolver asked again over TCP, saw every address, and the
+    // one private address among 40 public ones is named.
+    let many = dns::fqdn(dns::MANY.0);
+    match net.get(&format!("http://{many}:{port}/"), limits()).await {
+        Err(NetError::Refused(m)) => assert!(
+            m.contains(&format!("{many} resolves to {}", dns::MANY.1)),
+            "{m}"
+        ),
+        other => panic!("{many} was not refused: {other:?}"),
+    }
+    assert!(
+        fake.seen().iter().any(|s| s.name == many && s.tcp),
+        "{many} was not asked over TCP: {:?}",
+        fake.seen()
+    );
     // The alias was followed to its target inside the zone.
     assert!(fake.asked("alias.genied.test"));
     assert_eq!(

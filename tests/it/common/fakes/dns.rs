@@ -18,11 +18,18 @@ use tokio::net::{TcpListener, UdpSocket};
 pub const ZONE: &str = "genied.test.";
 
 /// One record of the zone.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Rec {
     Ip(&'static str),
+    Addr(IpAddr),
     Cname(&'static str),
 }
+
+/// A name with so many A records that the answer does not fit a 512-byte UDP message; the
+/// last one is private. Over UDP the fake answers truncated (as a real server does), so the
+/// resolver must ask again over TCP to see the whole answer, and the guard must still find
+/// the one bad address.
+pub const MANY: (&str, &str) = ("many", "10.9.9.9");
 
 /// Names (relative to the zone) that resolve into forbidden ranges, with the address the
 /// guard must name when it refuses them.
@@ -128,10 +135,15 @@ pub struct FakeDns {
 impl FakeDns {
     /// The zone of `FORBIDDEN` and `PUBLIC`.
     pub async fn start() -> FakeDns {
+        let many: Vec<Rec> = (1..=40u8)
+            .map(|i| Rec::Addr(IpAddr::from([93, 184, 216, i])))
+            .chain([Rec::Addr(MANY.1.parse().unwrap())])
+            .collect();
         let zone = FORBIDDEN
             .iter()
             .map(|(l, r, _)| (fqdn(l), r.to_vec()))
             .chain(PUBLIC.iter().map(|(l, r)| (fqdn(l), r.to_vec())))
+            .chain([(fqdn(MANY.0), many)])
             .collect();
         Self::start_with(zone).await
     }
@@ -158,9 +170,19 @@ impl FakeDns {
                 let Ok((n, from)) = udp.recv_from(&mut buf).await else {
                     return;
                 };
-                if let Some(out) = answer(&buf[..n], false, &z, &l) {
-                    let _ = udp.send_to(&out, from).await;
+                let Some(msg) = answer(&buf[..n], false, &z, &l) else {
+                    continue;
+                };
+                // Without EDNS (hickory's default) a UDP answer holds at most 512 bytes
+                // (RFC 1035 4.2.1); a longer one goes out truncated, with TC set.
+                let Ok(mut out) = msg.to_vec() else { continue };
+                if out.len() > 512 {
+                    let Ok(t) = msg.truncate().to_vec() else {
+                        continue;
+                    };
+                    out = t;
                 }
+                let _ = udp.send_to(&out, from).await;
             }
         });
         let (l, z) = (log.clone(), zone.clone());
@@ -178,7 +200,7 @@ impl FakeDns {
                         if s.read_exact(&mut msg).await.is_err() {
                             return;
                         }
-                        let Some(out) = answer(&msg, true, &z, &l) else {
+                        let Some(Ok(out)) = answer(&msg, true, &z, &l).map(|m| m.to_vec()) else {
                             return;
                         };
                         let mut framed = (out.len() as u16).to_be_bytes().to_vec();
@@ -224,7 +246,7 @@ fn answer(
     tcp: bool,
     zone: &[(String, Vec<Rec>)],
     log: &Mutex<Log>,
-) -> Option<Vec<u8>> {
+) -> Option<Message> {
     let problem = |m: String| log.lock().unwrap().problems.push(m);
     let req = match Message::from_vec(bytes) {
         Ok(m) => m,
@@ -233,11 +255,7 @@ fn answer(
             return None;
         }
     };
-    let refuse = |code: ResponseCode| {
-        Message::error_msg(req.id(), req.op_code(), code)
-            .to_vec()
-            .ok()
-    };
+    let refuse = |code: ResponseCode| Some(Message::error_msg(req.id(), req.op_code(), code));
     if req.message_type() != MessageType::Query || req.op_code() != OpCode::Query {
         problem(format!(
             "not a standard query: {:?} {:?}",
@@ -306,7 +324,7 @@ fn answer(
         let Some(recs) = &found else { break };
         let alias = recs.iter().find_map(|r| match r {
             Rec::Cname(t) => Some(*t),
-            Rec::Ip(_) => None,
+            Rec::Ip(_) | Rec::Addr(_) => None,
         });
         match alias {
             Some(target) => {
@@ -330,8 +348,12 @@ fn answer(
         None => {}
         Some(recs) => {
             for r in recs {
-                let Rec::Ip(ip) = r else { continue };
-                let rdata = match (ip.parse::<IpAddr>().unwrap(), q.query_type()) {
+                let ip = match r {
+                    Rec::Ip(ip) => ip.parse::<IpAddr>().unwrap(),
+                    Rec::Addr(ip) => ip,
+                    Rec::Cname(_) => continue,
+                };
+                let rdata = match (ip, q.query_type()) {
                     (IpAddr::V4(v4), RecordType::A) => RData::A(A(v4)),
                     (IpAddr::V6(v6), RecordType::AAAA) => RData::AAAA(AAAA(v6)),
                     _ => continue,
@@ -348,7 +370,7 @@ fn answer(
         // NODATA: the name exists, with no record of this type.
         resp.add_name_server(soa());
     }
-    resp.to_vec().ok()
+    Some(resp)
 }
 
 fn soa() -> Record {
