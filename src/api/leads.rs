@@ -5,7 +5,7 @@
 
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::profiles::double_option;
@@ -86,6 +86,21 @@ struct LeadIn {
     metadata: Option<Option<Value>>,
 }
 
+/// `get`'s reply, serialized without a `Value` in between (see `Reply::rendered`).
+#[derive(Serialize)]
+struct OneLead<'a> {
+    lead: &'a Lead,
+}
+
+/// `all`'s reply.
+#[derive(Serialize)]
+struct LeadPage<'a> {
+    leads: &'a [Lead],
+    count: i64,
+    limit: i64,
+    offset: i64,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LogIn {
@@ -122,16 +137,19 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 let leads: Vec<Value> = leads.iter().map(Lead::summary).collect();
                 Ok(Reply::ok(json!({"leads": leads, "count": count})))
             } else {
-                Ok(Reply::ok(
-                    json!({"leads": leads, "count": count, "limit": limit, "offset": offset}),
-                ))
+                Reply::rendered(&LeadPage {
+                    leads: &leads,
+                    count,
+                    limit,
+                    offset,
+                })
             }
         }
         "get" => {
             let id = req.int_id()?;
             let p = ctx.principal.clone();
             let lead = ctx.db().read(move |c| load(c, &p, id, false)).await?;
-            Ok(Reply::ok(json!({"lead": lead})))
+            Reply::rendered(&OneLead { lead: &lead })
         }
         "create" => create(ctx, req).await,
         "update" => update(ctx, req).await,

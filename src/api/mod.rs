@@ -21,8 +21,11 @@ pub mod voices;
 pub mod webhooks;
 pub mod worker_genies;
 
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::app::AppState;
@@ -213,8 +216,17 @@ pub fn date_range_since(v: Option<&str>, field: &str) -> ApiResult<Option<String
 pub struct Reply {
     pub status: StatusCode,
     pub data: Value,
+    /// `data` already serialized (see [`Reply::rendered`]); when set, `data` is null.
+    pub rendered: Option<Box<RawValue>>,
     pub record_id: Option<String>,
     pub summary: Option<String>,
+}
+
+/// The success envelope, written straight from the reply without an intermediate `Value`.
+#[derive(Serialize)]
+struct Success<'a, D: Serialize + ?Sized> {
+    success: bool,
+    data: &'a D,
 }
 
 impl Reply {
@@ -222,8 +234,41 @@ impl Reply {
         Reply {
             status: StatusCode::OK,
             data,
+            rendered: None,
             record_id: None,
             summary: None,
+        }
+    }
+
+    /// A read reply serialized from typed data, skipping the `Value` tree that `json!` would
+    /// build; for the hot read paths (a lead, a page of leads). Not for mutating actions:
+    /// the audit row looks for the record id in `data`.
+    pub fn rendered<T: Serialize>(data: &T) -> ApiResult<Reply> {
+        let raw = serde_json::value::to_raw_value(data)
+            .map_err(|e| ApiError::internal(format!("could not encode the reply: {e}")))?;
+        Ok(Reply {
+            rendered: Some(raw),
+            ..Reply::ok(Value::Null)
+        })
+    }
+
+    /// The HTTP response: `{"success": true, "data": ...}` with the reply's status.
+    pub fn into_envelope(self) -> Response {
+        let body = match &self.rendered {
+            Some(raw) => serde_json::to_vec(&Success {
+                success: true,
+                data: raw.as_ref(),
+            }),
+            None => serde_json::to_vec(&Success {
+                success: true,
+                data: &self.data,
+            }),
+        };
+        match body {
+            Ok(b) => (self.status, [(header::CONTENT_TYPE, "application/json")], b).into_response(),
+            Err(e) => {
+                ApiError::internal(format!("could not encode the reply: {e}")).into_response()
+            }
         }
     }
     pub fn created(data: Value) -> Reply {

@@ -146,7 +146,10 @@ struct KeyEntry {
 #[derive(Clone)]
 struct SessionEntry {
     user_id: String,
+    session_id: String,
     role: Role,
+    /// The token's own `exp`: a cached token still expires on time.
+    exp: i64,
 }
 
 impl AuthCache {
@@ -235,13 +238,14 @@ pub async fn authenticate(
             })
         }
         Credential::Token(token) => {
-            let claims = sessions::decode(&app.secrets.jwt_key, &token)?;
+            // Keyed by the token's hash, so a cached token skips the signature check too; the
+            // map never holds a usable token.
+            let token_hash = keys::hash(&token);
             let generation = app.db.auth_generation();
-            let entry = match AuthCache::get(&cache.sessions, &claims.sid, generation)
-                .filter(|e| e.user_id == claims.sub)
-            {
+            let entry = match AuthCache::get(&cache.sessions, &token_hash, generation) {
                 Some(e) => e,
                 None => {
+                    let claims = sessions::decode(&app.secrets.jwt_key, &token)?;
                     let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
                     let role = app
                         .db
@@ -249,18 +253,23 @@ pub async fn authenticate(
                         .await?
                         .ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
                     let e = SessionEntry {
-                        user_id: claims.sub.clone(),
+                        user_id: claims.sub,
+                        session_id: claims.sid,
                         role,
+                        exp: claims.exp,
                     };
-                    AuthCache::put(&cache.sessions, claims.sid.clone(), e.clone(), generation);
+                    AuthCache::put(&cache.sessions, token_hash, e.clone(), generation);
                     e
                 }
             };
+            if sessions::is_expired(entry.exp) {
+                return Err(ApiError::invalid_token("access token has expired"));
+            }
             Ok(Principal {
                 user_id: entry.user_id,
                 role: entry.role,
                 via: Via::Session {
-                    session_id: claims.sid,
+                    session_id: entry.session_id,
                 },
             })
         }

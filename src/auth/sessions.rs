@@ -28,9 +28,17 @@ pub fn encode(jwt_key: &[u8], claims: &Claims) -> String {
     .expect("HS256 encoding of plain claims cannot fail")
 }
 
+/// Seconds of clock skew allowed on `exp`, here and in [`is_expired`].
+const LEEWAY_SECS: i64 = 5;
+
+/// The same expiry rule `decode` applies, for tokens whose signature was checked earlier.
+pub fn is_expired(exp: i64) -> bool {
+    exp < chrono::Utc::now().timestamp() - LEEWAY_SECS
+}
+
 pub fn decode(jwt_key: &[u8], token: &str) -> ApiResult<Claims> {
     let mut v = Validation::new(Algorithm::HS256);
-    v.leeway = 5;
+    v.leeway = LEEWAY_SECS as u64;
     v.set_required_spec_claims(&["exp", "sub"]);
     jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(jwt_key), &v)
         .map(|d| d.claims)
@@ -127,4 +135,36 @@ pub async fn refresh(
         token_type: "Bearer",
         expires_in: access_ttl,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The authentication cache applies `is_expired` to tokens it verified earlier; it must
+    /// draw the line where `decode` does.
+    #[test]
+    fn is_expired_agrees_with_decode() {
+        let key = b"test-key-0123456789abcdef0123456789abcdef";
+        let now = chrono::Utc::now().timestamp();
+        for (age, expired) in [
+            (-60, false),
+            (0, false),
+            (3, false),
+            (30, true),
+            (600, true),
+        ] {
+            let exp = now - age;
+            let claims = Claims {
+                sub: "u".into(),
+                sid: "s".into(),
+                role: Role::StandardUser,
+                iat: exp - 60,
+                exp,
+            };
+            let decoded = decode(key, &encode(key, &claims));
+            assert_eq!(decoded.is_err(), expired, "exp {age} s ago");
+            assert_eq!(is_expired(exp), expired, "exp {age} s ago");
+        }
+    }
 }

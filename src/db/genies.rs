@@ -7,6 +7,7 @@
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde_json::{Value, json};
+use std::sync::LazyLock;
 
 use super::json_col;
 use crate::db::users::Role;
@@ -186,9 +187,9 @@ pub fn save(c: &Connection, g: &GenieRow) -> rusqlite::Result<bool> {
 
 /// Any genie by id, without access checks (internal use: jobs, providers).
 pub fn find(c: &Connection, id: &str) -> rusqlite::Result<Option<GenieRow>> {
-    c.prepare_cached(&format!("SELECT {COLS} FROM genies WHERE id = ?1"))?
-        .query_row([id], from_row)
-        .optional()
+    static SQL: LazyLock<String> =
+        LazyLock::new(|| format!("SELECT {COLS} FROM genies WHERE id = ?1"));
+    c.prepare_cached(&SQL)?.query_row([id], from_row).optional()
 }
 
 /// True when `user_id` (with `role`) may read the genie: its owner, an internal admin, a
@@ -220,15 +221,19 @@ pub fn get_readable(
     role: Role,
     id: &str,
 ) -> rusqlite::Result<Option<GenieRow>> {
-    // Cached: this runs on every genie request.
-    c.prepare_cached(&format!(
+    // Built once and cached as a statement: this runs on every genie request, and formatting
+    // the column list each time showed up in profiles.
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
             "SELECT {COLS} FROM genies g WHERE id = ?1 AND (?3 OR user_id = ?2
              OR EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?2)
              OR EXISTS (SELECT 1 FROM team_genies tg JOIN team_members m ON m.team_id = tg.team_id
                         WHERE tg.genie_id = g.id AND m.user_id = ?2))"
-    ))?
-    .query_row(params![id, user_id, role == Role::InternalAdmin], from_row)
-    .optional()
+        )
+    });
+    c.prepare_cached(&SQL)?
+        .query_row(params![id, user_id, role == Role::InternalAdmin], from_row)
+        .optional()
 }
 
 pub fn get_manageable(
@@ -240,14 +245,17 @@ pub fn get_manageable(
     if role == Role::Consumer {
         return Ok(None);
     }
-    // Cached: this runs on every genie request.
-    c.prepare_cached(&format!(
+    // Built once: see `get_readable`.
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
             "SELECT {COLS} FROM genies g WHERE id = ?1 AND (?3 OR user_id = ?2
              OR EXISTS (SELECT 1 FROM team_genies tg JOIN team_members m ON m.team_id = tg.team_id
                         WHERE tg.genie_id = g.id AND m.user_id = ?2 AND m.role IN ('owner', 'admin')))"
-    ))?
-    .query_row(params![id, user_id, role == Role::InternalAdmin], from_row)
-    .optional()
+        )
+    });
+    c.prepare_cached(&SQL)?
+        .query_row(params![id, user_id, role == Role::InternalAdmin], from_row)
+        .optional()
 }
 
 /// Which genies a listing covers.

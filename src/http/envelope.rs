@@ -179,11 +179,9 @@ async fn run(
         id: env.id,
         data: env.data,
     };
-    let span = tracing::info_span!("action", resource, action = %req.action);
-    let reply = tracing::Instrument::instrument(api::dispatch(&ctx, req), span).await?;
-    Ok((
-        reply.status,
-        axum::Json(json!({"success": true, "data": reply.data})),
-    )
-        .into_response())
+    let span = tracing::Span::current();
+    span.record("resource", resource);
+    span.record("action", req.action.as_str());
+    let reply = api::dispatch(&ctx, req).await?;
+    Ok(reply.into_envelope())
 }

@@ -54,7 +54,9 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
                     let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
-                    tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path())
+                    // `resource` and `action` are filled in by the envelope handler: one span a
+                    // request, not one per layer, since each costs an allocation on the hot path.
+                    tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path(), resource = tracing::field::Empty, action = tracing::field::Empty)
                 }))
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(middleware::map_response(fix_envelope))
