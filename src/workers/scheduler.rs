@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use croner::parser::{CronParser, Seconds};
 use serde_json::json;
 use tokio_cron_scheduler::{Job, JobScheduler};
 use uuid::Uuid;
@@ -32,9 +33,53 @@ pub fn to_cron(expr: &str, allow_seconds: bool) -> Result<String, String> {
             return Err("must be a cron expression with 5 fields (minute hour day-of-month month day-of-week), e.g. '0 9 * * 1-5'".into());
         }
     };
+    let parsed = CronParser::builder()
+        .seconds(Seconds::Required)
+        .dom_and_dow(true)
+        .build()
+        .parse(&cron)
+        .map_err(|_| format!("'{expr}' is not a valid cron expression"))?;
+    // Checked before the scheduler sees it: for an expression no date satisfies, its
+    // search for the next run walks day by day to the year 5000 (seconds of CPU on the
+    // request's thread) and the job is then silently never run.
+    if !fires_on_some_day(&parsed) {
+        return Err(format!(
+            "'{expr}' never runs: no date matches its day-of-month, month and day-of-week fields together"
+        ));
+    }
     Job::new_async_tz(cron.as_str(), chrono_tz::UTC, |_, _| Box::pin(async {}))
         .map_err(|_| format!("'{expr}' is not a valid cron expression"))?;
     Ok(cron)
+}
+
+/// Whether any date matches the expression's day fields. Which days of a month match depends
+/// only on the month, its length and the weekday it starts on, and every such shape occurs
+/// within one 400-year Gregorian cycle; so each distinct shape is checked once (under 200).
+/// The time-of-day fields always match something once parsed.
+fn fires_on_some_day(cron: &croner::Cron) -> bool {
+    use chrono::{Datelike, NaiveDate};
+    let mut seen = std::collections::HashSet::new();
+    for year in 2000..2400 {
+        for month in 1..=12u32 {
+            if !cron.pattern.month_match(month).unwrap_or(false) {
+                continue;
+            }
+            let Some(first) = NaiveDate::from_ymd_opt(year, month, 1) else {
+                continue;
+            };
+            let len = first
+                .checked_add_months(chrono::Months::new(1))
+                .and_then(|next| next.pred_opt())
+                .map_or(28, |last| last.day());
+            if !seen.insert((month, first.weekday(), len)) {
+                continue;
+            }
+            if (1..=len).any(|day| cron.pattern.day_match(year, month, day).unwrap_or(false)) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 pub async fn start(app: &AppState) -> anyhow::Result<()> {
