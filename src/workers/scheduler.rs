@@ -39,12 +39,13 @@ pub fn to_cron(expr: &str, allow_seconds: bool) -> Result<String, String> {
         .build()
         .parse(&cron)
         .map_err(|_| format!("'{expr}' is not a valid cron expression"))?;
-    // Checked before the scheduler sees it: for an expression no date satisfies, its
-    // search for the next run walks day by day to the year 5000 (seconds of CPU on the
-    // request's thread) and the job is then silently never run.
-    if !fires_on_some_day(&parsed) {
+    // Checked before the scheduler sees it: for an expression nothing satisfies (a minute
+    // list of only commas, or the last day of a month that is also its second Sunday), its
+    // search for the next run steps minute by minute or day by day up to the year 5000 (from
+    // seconds to hours of CPU on the request's thread), and the job would never run anyway.
+    if !fires_at_some_time(&parsed) {
         return Err(format!(
-            "'{expr}' never runs: no date matches its day-of-month, month and day-of-week fields together"
+            "'{expr}' never runs: no time of day or no date matches all of its fields"
         ));
     }
     Job::new_async_tz(cron.as_str(), chrono_tz::UTC, |_, _| Box::pin(async {}))
@@ -52,16 +53,23 @@ pub fn to_cron(expr: &str, allow_seconds: bool) -> Result<String, String> {
     Ok(cron)
 }
 
-/// Whether any date matches the expression's day fields. Which days of a month match depends
-/// only on the month, its length and the weekday it starts on, and every such shape occurs
-/// within one 400-year Gregorian cycle; so each distinct shape is checked once (under 200).
-/// The time-of-day fields always match something once parsed.
-fn fires_on_some_day(cron: &croner::Cron) -> bool {
+/// Whether some second, minute and hour match and some date matches. Which days of a month
+/// match depends only on the month, its length and the weekday it starts on, and every such
+/// shape occurs within one 400-year Gregorian cycle; so each distinct shape is checked once
+/// (under 200 of them).
+fn fires_at_some_time(cron: &croner::Cron) -> bool {
     use chrono::{Datelike, NaiveDate};
+    let p = &cron.pattern;
+    if !(0..60).any(|v| p.second_match(v).unwrap_or(false))
+        || !(0..60).any(|v| p.minute_match(v).unwrap_or(false))
+        || !(0..24).any(|v| p.hour_match(v).unwrap_or(false))
+    {
+        return false;
+    }
     let mut seen = std::collections::HashSet::new();
     for year in 2000..2400 {
         for month in 1..=12u32 {
-            if !cron.pattern.month_match(month).unwrap_or(false) {
+            if !p.month_match(month).unwrap_or(false) {
                 continue;
             }
             let Some(first) = NaiveDate::from_ymd_opt(year, month, 1) else {
@@ -74,7 +82,7 @@ fn fires_on_some_day(cron: &croner::Cron) -> bool {
             if !seen.insert((month, first.weekday(), len)) {
                 continue;
             }
-            if (1..=len).any(|day| cron.pattern.day_match(year, month, day).unwrap_or(false)) {
+            if (1..=len).any(|day| p.day_match(year, month, day).unwrap_or(false)) {
                 return true;
             }
         }
