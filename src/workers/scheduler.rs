@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use croner::parser::{CronParser, Seconds};
 use serde_json::json;
 use tokio_cron_scheduler::{Job, JobScheduler};
 use uuid::Uuid;
@@ -32,9 +33,61 @@ pub fn to_cron(expr: &str, allow_seconds: bool) -> Result<String, String> {
             return Err("must be a cron expression with 5 fields (minute hour day-of-month month day-of-week), e.g. '0 9 * * 1-5'".into());
         }
     };
+    let parsed = CronParser::builder()
+        .seconds(Seconds::Required)
+        .dom_and_dow(true)
+        .build()
+        .parse(&cron)
+        .map_err(|_| format!("'{expr}' is not a valid cron expression"))?;
+    // Checked before the scheduler sees it: for an expression nothing satisfies (a minute
+    // list of only commas, or the last day of a month that is also its second Sunday), its
+    // search for the next run steps minute by minute or day by day up to the year 5000 (from
+    // seconds to hours of CPU on the request's thread), and the job would never run anyway.
+    if !fires_at_some_time(&parsed) {
+        return Err(format!(
+            "'{expr}' never runs: no time of day or no date matches all of its fields"
+        ));
+    }
     Job::new_async_tz(cron.as_str(), chrono_tz::UTC, |_, _| Box::pin(async {}))
         .map_err(|_| format!("'{expr}' is not a valid cron expression"))?;
     Ok(cron)
+}
+
+/// Whether some second, minute and hour match and some date matches. Which days of a month
+/// match depends only on the month, its length and the weekday it starts on, and every such
+/// shape occurs within one 400-year Gregorian cycle; so each distinct shape is checked once
+/// (under 200 of them).
+fn fires_at_some_time(cron: &croner::Cron) -> bool {
+    use chrono::{Datelike, NaiveDate};
+    let p = &cron.pattern;
+    if !(0..60).any(|v| p.second_match(v).unwrap_or(false))
+        || !(0..60).any(|v| p.minute_match(v).unwrap_or(false))
+        || !(0..24).any(|v| p.hour_match(v).unwrap_or(false))
+    {
+        return false;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for year in 2000..2400 {
+        for month in 1..=12u32 {
+            if !p.month_match(month).unwrap_or(false) {
+                continue;
+            }
+            let Some(first) = NaiveDate::from_ymd_opt(year, month, 1) else {
+                continue;
+            };
+            let len = first
+                .checked_add_months(chrono::Months::new(1))
+                .and_then(|next| next.pred_opt())
+                .map_or(28, |last| last.day());
+            if !seen.insert((month, first.weekday(), len)) {
+                continue;
+            }
+            if (1..=len).any(|day| p.day_match(year, month, day).unwrap_or(false)) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 pub async fn start(app: &AppState) -> anyhow::Result<()> {

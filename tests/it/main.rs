@@ -12,6 +12,7 @@ mod document_folders;
 mod documents;
 mod durability;
 mod envelope;
+mod fuzz_smoke;
 mod genie_groups;
 mod genies;
 mod isolation;

@@ -1,11 +1,9 @@
-//! The worker schedule validation (`trigger_type: schedule`).
+//! The worker schedule validation. The body is in `../targets.rs`, shared with the
+//! deterministic smoke in `tests/it/fuzz_smoke.rs`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|input: (&str, bool)| {
-    let (expr, seconds) = input;
-    if let Ok(c) = genied::workers::scheduler::to_cron(expr, seconds) {
-        // What passes validation is accepted again unchanged (6 fields).
-        assert_eq!(genied::workers::scheduler::to_cron(&c, true), Ok(c));
-    }
-});
+#[path = "../targets.rs"]
+mod targets;
+
+fuzz_target!(|input: targets::CronInput<'_>| targets::cron(input));

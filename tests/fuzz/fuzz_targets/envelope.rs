@@ -1,12 +1,9 @@
-//! `POST /v1` body parsing: any bytes give an envelope or an ApiError, never a panic.
+//! `POST /v1` body parsing and the envelope helpers. The body is in `../targets.rs`, shared with the
+//! deterministic smoke in `tests/it/fuzz_smoke.rs`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(env) = genied::http::envelope::Envelope::parse(data) {
-        // A parsed envelope always has an object `data`.
-        assert!(env.data.is_object());
-        let _ = genied::api::canonical_resource(&env.resource);
-    }
-    let _ = genied::http::envelope::body_object(data, true);
-});
+#[path = "../targets.rs"]
+mod targets;
+
+fuzz_target!(|input: &[u8]| targets::envelope(input));

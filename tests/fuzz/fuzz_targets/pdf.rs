@@ -1,7 +1,9 @@
-//! PDF text extraction on arbitrary bytes.
+//! PDF text extraction. The body is in `../targets.rs`, shared with the
+//! deterministic smoke in `tests/it/fuzz_smoke.rs`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = genied::knowledge::extract::pdf::extract(data);
-});
+#[path = "../targets.rs"]
+mod targets;
+
+fuzz_target!(|input: &[u8]| targets::pdf(input));
