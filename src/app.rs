@@ -75,7 +75,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
     secrets::ensure_private_dir(&config.data_dir)?;
     std::fs::create_dir_all(config.documents_dir())?;
     let secrets = Secrets::load_or_create(&config.secrets_dir())?;
-    let db = Db::open(&config.db_path())
+    let db = Db::open_with(&config.db_path(), config.read_threads.map(usize::from))
         .with_context(|| format!("opening {}", config.db_path().display()))?;
     let secrets = crate::workers::credentials::apply_master_key(&config, &db, secrets)?;
     crate::workers::recover(&db)?;

@@ -35,8 +35,9 @@ pub struct Cli {
     #[arg(long, global = true, env = "GENIED_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    /// Log filter, e.g. `info` or `genied=debug,tower_http=info`. Defaults to `info` for
-    /// `serve` and `warn` for the other commands, whose stderr is for errors.
+    /// Log filter: a level, or `target=level` pairs, e.g. `info` or
+    /// `genied=debug,tower_http=info`. Defaults to `info` for `serve` and `warn` for the other
+    /// commands, whose stderr is for errors.
     #[arg(long, global = true, env = "GENIED_LOG_LEVEL")]
     pub log_level: Option<String>,
 

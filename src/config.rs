@@ -83,6 +83,12 @@ pub struct Config {
     #[arg(long, env = "GENIED_JOB_BACKOFF_BASE_MS", default_value_t = 1000)]
     pub job_backoff_base_ms: u64,
 
+    /// Threads that run database reads (each with its own read connection). Unset: one per
+    /// CPU, at least 2 and at most 8. More threads than cores only adds wake-ups: a few
+    /// busy threads draining a queue of reads beat dozens woken one request at a time.
+    #[arg(long, env = "GENIED_READ_THREADS", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub read_threads: Option<u16>,
+
     /// Seconds a webhook receiver has to answer one delivery.
     #[arg(long, env = "GENIED_WEBHOOK_TIMEOUT_SECONDS", default_value_t = 10)]
     pub webhook_timeout_seconds: u64,

@@ -45,6 +45,9 @@ const PRAGMAS: &str = "PRAGMA busy_timeout = 5000;
      PRAGMA foreign_keys = ON;
      PRAGMA temp_store = MEMORY;";
 
+/// Address space each read connection maps over the database file.
+const READ_MMAP: &str = "PRAGMA mmap_size = 268435456;";
+
 /// Tables whose changes can end a session or an API key, or change a caller's role.
 const AUTH_TABLES: &[&str] = &["users", "sessions", "api_keys"];
 
@@ -61,9 +64,45 @@ const MAX_GROUP: usize = 64;
 #[derive(Clone)]
 pub struct Db {
     read: r2d2::Pool<SqliteConnectionManager>,
+    readers: Arc<Readers>,
     write: Arc<Mutex<Connection>>,
     writer: Arc<WriterThread>,
     auth: Arc<AuthWatch>,
+}
+
+/// The threads that run reads: the blocking pool of a runtime of their own, capped at the
+/// size of the read pool. Reads queue here instead of each waking one of the many threads
+/// of the shared blocking pool (where file and document work also runs): measured on
+/// `leads get` at 64 concurrent clients on 2 cores, the server's CPU time per request fell
+/// from 69 µs (one woken thread per read) to 48–52 µs (1–2 threads draining a queue).
+struct Readers(Option<tokio::runtime::Runtime>);
+
+impl Readers {
+    fn new(threads: usize) -> std::io::Result<Readers> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .max_blocking_threads(threads)
+            .thread_name("genied-read")
+            .build()?;
+        Ok(Readers(Some(rt)))
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.0.as_ref().expect("present until dropped").handle()
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        // The last `Db` may go inside async code, where dropping a runtime would block.
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Read threads when the configuration does not say: one per CPU, 2 to 8.
+fn default_read_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
 }
 
 /// The writer thread and its queue. When the last `Db` goes, the queue closes and the
@@ -148,6 +187,12 @@ type Deliver = Box<dyn FnOnce(Option<ApiError>) + Send>;
 impl Db {
     /// Opens (creating if needed) the database and applies pending migrations.
     pub fn open(path: &Path) -> anyhow::Result<Db> {
+        Db::open_with(path, None)
+    }
+
+    /// `open`, with this many read threads (and read connections); `None` for the default.
+    pub fn open_with(path: &Path, read_threads: Option<usize>) -> anyhow::Result<Db> {
+        let read_threads = read_threads.unwrap_or_else(default_read_threads).max(1);
         let mut writer = Connection::open(path)?;
         writer.execute_batch(PRAGMAS)?;
         embedded::migrations::runner().run(&mut writer)?;
@@ -169,12 +214,17 @@ impl Db {
             )
             .with_init(|c| {
                 c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-                c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())
+                c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())?;
+                // Readers see the database file through a memory map, so a page lookup is a
+                // memory read rather than a `pread` copy into each connection's own cache
+                // (profiles of `leads get` showed those copies). Pages still in the WAL are
+                // read from it as before.
+                c.execute_batch(READ_MMAP)
             });
         // A SQLite connection does not go stale: no liveness query on every checkout.
         let read = r2d2::Pool::builder()
             .test_on_check_out(false)
-            .max_size(8)
+            .max_size(read_threads as u32)
             .min_idle(Some(1))
             .build(manager)?;
         // Checkpoints run on their own thread and connection, not inside a commit.
@@ -193,6 +243,7 @@ impl Db {
             .spawn(move || writer_loop(&w, &a, queue, c))?;
         Ok(Db {
             read,
+            readers: Arc::new(Readers::new(read_threads)?),
             write,
             writer: Arc::new(WriterThread {
                 jobs,
@@ -226,11 +277,21 @@ impl Db {
         F: FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
     {
         let pool = self.read.clone();
-        run_blocking(move || {
-            let conn = pool.get()?;
-            f(&conn)
-        })
-        .await
+        let span = tracing::Span::current();
+        // The closure may use the caller's runtime, as it could under `spawn_blocking`.
+        let rt = tokio::runtime::Handle::try_current().ok();
+        let job = self.readers.handle().spawn_blocking(move || {
+            let _rt = rt.as_ref().map(tokio::runtime::Handle::enter);
+            span.in_scope(|| {
+                let conn = pool.get()?;
+                f(&conn)
+            })
+        });
+        match job.await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(ApiError::internal(format!("database read: {e}"))),
+        }
     }
 
     /// Runs `f` inside a `BEGIN IMMEDIATE` transaction on the writer; commits when `f`
