@@ -244,9 +244,12 @@ impl Fetched {
 /// The one client for user-supplied URLs.
 #[derive(Clone)]
 pub struct Guarded {
-    client: reqwest::Client,
+    /// Built on first use: loading the TLS roots costs memory and startup time a service
+    /// that never fetches a URL should not pay.
+    client: Arc<OnceLock<reqwest::Client>>,
     allow_private: bool,
     allowed: Arc<Vec<SocketAddr>>,
+    dns_server: Option<SocketAddr>,
 }
 
 impl Guarded {
@@ -281,37 +284,42 @@ impl Guarded {
         allowed: Vec<SocketAddr>,
         dns_server: Option<SocketAddr>,
     ) -> Guarded {
-        let allowed = Arc::new(allowed);
-        let for_redirects = allowed.clone();
-        let resolver = GuardedResolver {
-            allow_private,
-            dns_server,
-            resolver: Arc::new(OnceLock::new()),
-        };
-        let redirect = reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() >= 5 {
-                attempt.error("too many redirects (more than 5)")
-            } else if let Err(e) =
-                check_url_allowing(attempt.url().as_str(), allow_private, &for_redirects)
-            {
-                attempt.error(format!("redirect refused: {e}"))
-            } else {
-                attempt.follow()
-            }
-        });
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .dns_resolver(Arc::new(resolver))
-            .redirect(redirect)
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("genied/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .expect("static client configuration");
         Guarded {
-            client,
+            client: Arc::new(OnceLock::new()),
             allow_private,
-            allowed,
+            allowed: Arc::new(allowed),
+            dns_server,
         }
+    }
+
+    fn client(&self) -> &reqwest::Client {
+        self.client.get_or_init(|| {
+            let (allow_private, for_redirects) = (self.allow_private, self.allowed.clone());
+            let resolver = GuardedResolver {
+                allow_private,
+                dns_server: self.dns_server,
+                resolver: Arc::new(OnceLock::new()),
+            };
+            let redirect = reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= 5 {
+                    attempt.error("too many redirects (more than 5)")
+                } else if let Err(e) =
+                    check_url_allowing(attempt.url().as_str(), allow_private, &for_redirects)
+                {
+                    attempt.error(format!("redirect refused: {e}"))
+                } else {
+                    attempt.follow()
+                }
+            });
+            reqwest::Client::builder()
+                .no_proxy()
+                .dns_resolver(Arc::new(resolver))
+                .redirect(redirect)
+                .connect_timeout(Duration::from_secs(10))
+                .user_agent(concat!("genied/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .expect("static client configuration")
+        })
     }
 
     pub fn check(&self, url: &str) -> Result<Url, NetError> {
@@ -334,7 +342,7 @@ impl Guarded {
     ) -> Result<Fetched, NetError> {
         let url = self.check(url)?;
         let mut req = self
-            .client
+            .client()
             .request(method, url)
             .headers(headers)
             .timeout(limits.timeout);

@@ -17,7 +17,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use genied::net::{Guarded, Limits, NetError};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common::*;
 
@@ -252,6 +252,25 @@ fn urlencode(s: &str) -> String {
 }
 
 /// A strict service (the production default: no private outbound).
+/// The document once its pipeline has ended (or as it stands after a bounded wait). The
+/// background worker may hold the job, so this both runs due jobs and polls.
+async fn settled_document(app: &TestApp, token: &str, id: Value) -> Value {
+    let mut d = json!(null);
+    for _ in 0..500 {
+        app.run_jobs().await;
+        d = app
+            .call(token, "knowledge-base", "get", Some(id.clone()), json!({}))
+            .await
+            .ok(200)["document"]
+            .clone();
+        if d["status"] == json!("failed") || d["status"] == json!("completed") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    d
+}
+
 async fn strict_app() -> TestApp {
     TestApp::spawn_with(|c| c.allow_private_outbound = false).await
 }
@@ -316,26 +335,7 @@ async fn knowledge_base_and_webhooks_refuse_internal_urls() {
                 )
                 .await;
             let doc = r.ok(201)["document"]["id"].clone();
-            // The background worker may hold the job: poll (bounded) until it has ended.
-            let mut d = json!(null);
-            for _ in 0..500 {
-                app.run_jobs().await;
-                d = app
-                    .call(
-                        &u.token,
-                        "knowledge-base",
-                        "get",
-                        Some(doc.clone()),
-                        json!({}),
-                    )
-                    .await
-                    .ok(200)["document"]
-                    .clone();
-                if d["status"] == json!("failed") || d["status"] == json!("completed") {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
+            let d = settled_document(&app, &u.token, doc).await;
             assert_eq!(d["status"], json!("failed"), "{sub} {url}: {d}");
             let err = d["error"].as_str().unwrap_or_default();
             assert!(err.contains("not allowed"), "{sub} {url}: {err}");
@@ -601,25 +601,7 @@ async fn api_paths_refuse_names_resolving_to_internal_addresses() {
             )
             .await;
         let doc = r.ok(201)["document"]["id"].clone();
-        let mut d = json!(null);
-        for _ in 0..500 {
-            app.run_jobs().await;
-            d = app
-                .call(
-                    &u.token,
-                    "knowledge-base",
-                    "get",
-                    Some(doc.clone()),
-                    json!({}),
-                )
-                .await
-                .ok(200)["document"]
-                .clone();
-            if d["status"] == json!("failed") || d["status"] == json!("completed") {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let d = settled_document(&app, &u.token, doc).await;
         assert_eq!(d["status"], json!("failed"), "{sub} {url}: {d}");
         let err = d["error"].as_str().unwrap_or_default();
         let want = format!("{name} resolves to {}", shown(bad));
