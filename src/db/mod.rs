@@ -45,9 +45,6 @@ const PRAGMAS: &str = "PRAGMA busy_timeout = 5000;
      PRAGMA foreign_keys = ON;
      PRAGMA temp_store = MEMORY;";
 
-/// Address space each read connection maps over the database file.
-const READ_MMAP: &str = "PRAGMA mmap_size = 268435456;";
-
 /// Tables whose changes can end a session or an API key, or change a caller's role.
 const AUTH_TABLES: &[&str] = &["users", "sessions", "api_keys"];
 
@@ -214,12 +211,7 @@ impl Db {
             )
             .with_init(|c| {
                 c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-                c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())?;
-                // Readers see the database file through a memory map, so a page lookup is a
-                // memory read rather than a `pread` copy into each connection's own cache
-                // (profiles of `leads get` showed those copies). Pages still in the WAL are
-                // read from it as before.
-                c.execute_batch(READ_MMAP)
+                c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())
             });
         // A SQLite connection does not go stale: no liveness query on every checkout.
         let read = r2d2::Pool::builder()
