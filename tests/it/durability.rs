@@ -187,6 +187,8 @@ async fn acknowledged_writes_survive_sigkill() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut acked: Vec<String> = Vec::new();
     let mut acked_docs: Vec<AckedDoc> = Vec::new();
+    let mut acked_runs: Vec<String> = Vec::new();
+    let mut worker = String::new();
     let mut orphans_after_kills = 0;
 
     for round in 0..6 {
@@ -194,6 +196,18 @@ async fn acknowledged_writes_survive_sigkill() {
         let base = format!("http://127.0.0.1:{port}");
         let mut child = start(&data, port);
         wait_ready(&client, &base).await;
+        if round == 0 {
+            let w = envelope(
+                &client,
+                &base,
+                &token,
+                json!({"resource": "worker-genies", "action": "create",
+                       "data": {"name": "Durability", "soul_prompt": "You count.",
+                                "trigger_type": "manual"}}),
+            )
+            .await;
+            worker = w["worker_genie"]["id"].as_str().unwrap().to_string();
+        }
 
         // Eight writers create records until the process dies under them.
         let writers: Vec<_> = (0..8)
@@ -238,6 +252,38 @@ async fn acknowledged_writes_survive_sigkill() {
                 ))
             })
             .collect();
+        // Two queue worker runs (with no LLM configured each fails at once, so runs move
+        // through queued and running while the process dies).
+        let run_writers: Vec<_> = (0..2)
+            .map(|w| {
+                let (client, base, token, worker) =
+                    (client.clone(), base.clone(), token.clone(), worker.clone());
+                tokio::spawn(async move {
+                    let mut ids = Vec::new();
+                    for i in 0.. {
+                        let body = json!({"resource": "worker-genies", "action": "run",
+                            "id": worker, "data": {"round": round, "writer": w, "n": i}});
+                        let Ok(resp) = client
+                            .post(format!("{base}/v1"))
+                            .bearer_auth(&token)
+                            .json(&body)
+                            .send()
+                            .await
+                        else {
+                            break;
+                        };
+                        if resp.status() != 202 {
+                            break;
+                        }
+                        let Ok(v) = resp.json::<Value>().await else {
+                            break;
+                        };
+                        ids.push(v["data"]["run"]["id"].as_str().unwrap().to_string());
+                    }
+                    ids
+                })
+            })
+            .collect();
         tokio::time::sleep(Duration::from_millis(rng.gen_range(30..250))).await;
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
@@ -246,6 +292,9 @@ async fn acknowledged_writes_survive_sigkill() {
         }
         for w in doc_writers {
             acked_docs.extend(w.await.unwrap());
+        }
+        for w in run_writers {
+            acked_runs.extend(w.await.unwrap());
         }
         // Straight after the kill, before the restart: no record names a missing file. Files
         // no record names yet may be there (a document's file is written before its record
@@ -259,6 +308,11 @@ async fn acknowledged_writes_survive_sigkill() {
         acked.len() > 20,
         "the writers barely wrote ({}), the test proves nothing",
         acked.len()
+    );
+    assert!(
+        acked_runs.len() > 10,
+        "the run writers barely wrote ({}), the test proves nothing",
+        acked_runs.len()
     );
     assert!(
         acked_docs.len() > 10,
@@ -377,11 +431,42 @@ async fn acknowledged_writes_survive_sigkill() {
         acked_docs.len(),
         docs.len()
     );
+    // Worker runs: every acknowledged run is there and ends (runs a dead process left
+    // `running` are failed at start; queued ones run); none stays queued or running.
+    let conn = rusqlite::Connection::open(data.join("genied.db")).unwrap();
+    let mut runs: std::collections::HashMap<String, String> = Default::default();
+    for _ in 0..600 {
+        let mut st = conn
+            .prepare("SELECT id, status FROM worker_runs WHERE worker_genie_id = ?1")
+            .unwrap();
+        runs = st
+            .query_map([&worker], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        if runs.values().all(|s| s != "queued" && s != "running") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for id in &acked_runs {
+        let status = runs
+            .get(id)
+            .unwrap_or_else(|| panic!("acknowledged run {id} lost"));
+        assert!(
+            status != "queued" && status != "running",
+            "run {id} is still {status}"
+        );
+    }
+    println!(
+        "durability: {} acknowledged worker runs, {} present after restart, none left queued or running",
+        acked_runs.len(),
+        runs.len()
+    );
     child.kill().unwrap();
     child.wait().unwrap();
 
     // No pipeline job is left behind.
-    let conn = rusqlite::Connection::open(data.join("genied.db")).unwrap();
     let left: i64 = conn
         .query_row(
             "SELECT COUNT(*) FROM jobs WHERE kind LIKE 'document.%' AND status != 'done'",
