@@ -394,7 +394,7 @@ fn writer_loop(
         // A panic inside a previous write poisons nothing here (each job catches its own),
         // but `write_blocking` callers may have; the connection stays usable either way.
         let mut conn = writer.lock().unwrap_or_else(|p| p.into_inner());
-        carry = run_group(&mut conn, group);
+        carry = run_group(&mut conn, group, auth);
         drop(conn);
         auth.settle();
         let _ = checkpoint.try_send(());
@@ -403,7 +403,7 @@ fn writer_loop(
 
 /// Runs one group in one transaction; returns the jobs it could not start (when SQLite
 /// rolled the whole transaction back under them), to run in the next group.
-fn run_group(conn: &mut Connection, group: Vec<Job>) -> Vec<Job> {
+fn run_group(conn: &mut Connection, group: Vec<Job>, auth: &AuthWatch) -> Vec<Job> {
     let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
@@ -444,7 +444,12 @@ fn run_group(conn: &mut Connection, group: Vec<Job>) -> Vec<Job> {
         }
     }
     match tx.commit() {
-        Ok(()) => done.into_iter().for_each(|d| d(None)),
+        Ok(()) => {
+            // Before anyone hears `Ok`: a caller who revoked a session and then uses it must
+            // find the authentication cache already stale.
+            auth.settle();
+            done.into_iter().for_each(|d| d(None))
+        }
         Err(e) => {
             let msg = e.to_string();
             for d in done {

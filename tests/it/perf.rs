@@ -106,6 +106,46 @@ async fn a_session_revoked_in_process_is_refused_at_once() {
         .err(401, "INVALID_TOKEN");
 }
 
+/// The writer must make the cache stale before it answers the revoking write, not after:
+/// otherwise the revoker's next request can slip in between and still be let in. The window
+/// is short, so the check is repeated.
+#[tokio::test]
+async fn a_revocation_is_seen_by_the_next_request_every_time() {
+    let app = TestApp::spawn().await;
+    let user = app.standard().await;
+    let c = &app.state.config;
+    for i in 0..400 {
+        let pair = genied::auth::sessions::open(
+            &app.state.db,
+            &app.state.secrets.jwt_key,
+            &user.id,
+            Role::StandardUser,
+            c.session_ttl_seconds,
+            c.refresh_ttl_seconds,
+        )
+        .await
+        .unwrap();
+        let token = pair.access_token;
+        app.call(&token, "profiles", "get", None, json!({}))
+            .await
+            .ok(200);
+        let uid = user.id.clone();
+        app.state
+            .db
+            .write(move |c| {
+                c.execute(
+                    "UPDATE sessions SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
+                    [uid, db::now()],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let r = app.call(&token, "profiles", "get", None, json!({})).await;
+        assert_eq!(r.status, 401, "round {i}: a revoked session was let in");
+    }
+}
+
 #[tokio::test]
 async fn concurrent_writes_fail_and_roll_back_one_by_one() {
     let app = TestApp::spawn().await;
