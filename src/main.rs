@@ -14,8 +14,8 @@ fn init_logging(cli: &Cli, to_stdout: bool) {
         .as_deref()
         .unwrap_or(if to_stdout { "info" } else { "warn" });
     // A static `target=level` filter, not `EnvFilter`: the latter takes a lock on every span
-    // enter and exit to support per-span directives, which cost several percent of a cheap
-    // request's time in profiles, for a feature an operator of this service does not need.
+    // enter and exit to support per-span directives, which showed in profiles of cheap
+    // requests, for a feature an operator of this service does not need.
     let filter = level.parse::<Targets>().unwrap_or_else(|e| {
         eprintln!("genied: ignoring the log filter {level:?} ({e}); using info");
         Targets::new().with_default(tracing::Level::INFO)
