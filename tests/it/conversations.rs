@@ -5,9 +5,9 @@ use async_trait::async_trait;
 use genied::voice::*;
 use serde_json::{Value, json};
 
-use crate::common::fakes::llm::FakeLlm;
+use crate::common::fakes::openai::{Expect, FakeOpenAi, Turn as LlmTurn};
 use crate::common::*;
-use crate::leads::{assign, insert_genie, insert_genie_with};
+use crate::leads::assign;
 
 /// A fake voice platform: conversations per agent, served two a page; records calls.
 #[derive(Default)]
@@ -143,9 +143,21 @@ async fn sync_twice_creates_no_duplicates_and_picks_up_changes() {
     let app = TestApp::spawn_with_voice(voice.clone(), |_| {}).await;
     let u = app.standard().await;
     let other = app.standard().await;
-    let g = insert_genie_with(&app, &u, "Phone Genie", Some("agent_a"), false, &[]).await;
+    let g = insert_genie_with(
+        &app,
+        &u,
+        "Phone Genie",
+        json!({"external_agent_id": "agent_a"}),
+    )
+    .await;
     insert_genie(&app, &u, "Unprovisioned").await;
-    insert_genie_with(&app, &other, "Other", Some("agent_other"), false, &[]).await;
+    insert_genie_with(
+        &app,
+        &other,
+        "Other",
+        json!({"external_agent_id": "agent_other"}),
+    )
+    .await;
     voice.put(
         "agent_a",
         "conv_1",
@@ -289,7 +301,13 @@ async fn sync_reports_provider_failures() {
     let voice = Arc::new(FakeVoice::default());
     let app = TestApp::spawn_with_voice(voice.clone(), |_| {}).await;
     let u = app.standard().await;
-    let g = insert_genie_with(&app, &u, "Broken", Some("agent_broken"), false, &[]).await;
+    let g = insert_genie_with(
+        &app,
+        &u,
+        "Broken",
+        json!({"external_agent_id": "agent_broken"}),
+    )
+    .await;
     app.call(&u.token, "conversations", "sync", None, json!({}))
         .await
         .err(502, "UPSTREAM_ERROR");
@@ -313,7 +331,7 @@ async fn sync_reports_provider_failures() {
     .await
     .err(404, "AGENT_NOT_FOUND");
     // One good genie and one broken: partial success with the error listed.
-    insert_genie_with(&app, &u, "Good", Some("agent_good"), false, &[]).await;
+    insert_genie_with(&app, &u, "Good", json!({"external_agent_id": "agent_good"})).await;
     voice.put("agent_good", "c1", "done", 3, &[]);
     let r = app
         .call(&u.token, "conversations", "sync", None, json!({}))
@@ -678,11 +696,9 @@ async fn analyze_without_llm_extracts_deterministically_and_creates_the_lead() {
 
 #[tokio::test]
 async fn analyze_with_llm_sends_the_transcript_and_uses_the_answer() {
-    let llm = FakeLlm::start(Some("sk-test")).await;
-    let base = llm.base_url.clone();
+    let llm = FakeOpenAi::start(Expect::Any).await;
     let app = TestApp::spawn_with(|c| {
-        c.llm_base_url = Some(base);
-        c.llm_api_key = Some(genied::config::Secret("sk-test".into()));
+        llm.configure(c);
         c.llm_model = "analysis-model".into();
     })
     .await;
@@ -698,10 +714,10 @@ async fn analyze_with_llm_sends_the_transcript_and_uses_the_answer() {
         )
         .await;
     let cid = c.ok(201)["conversation"]["id"].clone();
-    llm.reply_content(
+    llm.push([LlmTurn::Answer(
         "```json\n{\"summary\": \"Maria wants solar panels.\", \"intent\": \"purchase\", \"sentiment\": \"positive\", \
          \"contact\": {\"name\": \"Maria Garcia\", \"email\": \"maria@example.test\", \"phone\": null, \"budget\": \"12000 USD\", \"timeline\": \"June\"}}\n```",
-    );
+    )]);
     let r = app
         .call(
             &u.token,
@@ -720,7 +736,7 @@ async fn analyze_with_llm_sends_the_transcript_and_uses_the_answer() {
     assert_eq!(d["lead"]["timeline"], json!("June"));
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 1);
-    assert!(reqs[0].ok, "{:?}", reqs[0].problem);
+    assert!(reqs[0].problems.is_empty(), "{:?}", reqs[0].problems);
     let body = &reqs[0].body;
     assert_eq!(body["model"], json!("analysis-model"));
     assert_eq!(body["messages"][0]["role"], json!("system"));
@@ -738,7 +754,7 @@ async fn analyze_with_llm_sends_the_transcript_and_uses_the_answer() {
     assert!(user_msg.contains("agent: Hello! How can I help?"));
 
     // Garbage from the model: fall back to deterministic extraction, and say why.
-    llm.reply_content("Sorry, I can't help with that.");
+    llm.push([LlmTurn::Answer("Sorry, I can't help with that.")]);
     let r = app
         .call(
             &u.token,
@@ -761,28 +777,28 @@ async fn analyze_with_llm_sends_the_transcript_and_uses_the_answer() {
         json!("maria@example.test")
     );
     // The endpoint failing: the same fallback.
-    llm.reply_raw(500, json!({"error": "down"}));
+    llm.push([LlmTurn::Raw(500, json!({"error": "down"}))]);
     let r = app
         .call(&u.token, "conversations", "analyze", Some(cid), json!({}))
         .await;
     assert_eq!(r.ok(200)["method"], json!("deterministic"));
     assert_eq!(llm.requests().len(), 3);
+    assert_eq!(llm.problems(), Vec::<String>::new());
 }
 
 #[tokio::test]
 async fn finished_conversation_report_becomes_a_dashboard_notification_without_smtp() {
     let app = TestApp::spawn().await;
     let u = app.standard().await;
-    let g = insert_genie_with(
+    let g = insert_genie_with(&app, &u, "Reporter", json!({"send_conversation_reports": true, "support_emails": ["support@example.test", "ops@example.test"]}))
+    .await;
+    let quiet = insert_genie_with(
         &app,
         &u,
-        "Reporter",
-        None,
-        true,
-        &["support@example.test", "ops@example.test"],
+        "Quiet",
+        json!({"support_emails": ["support@example.test"]}),
     )
     .await;
-    let quiet = insert_genie_with(&app, &u, "Quiet", None, false, &["support@example.test"]).await;
     app.call(
         &u.token,
         "conversations",
@@ -887,7 +903,13 @@ async fn finished_conversation_report_is_mailed_over_smtp() {
     })
     .await;
     let u = app.standard().await;
-    let g = insert_genie_with(&app, &u, "Mailer", None, true, &["support@example.test"]).await;
+    let g = insert_genie_with(
+        &app,
+        &u,
+        "Mailer",
+        json!({"send_conversation_reports": true, "support_emails": ["support@example.test"]}),
+    )
+    .await;
     app.call(
         &u.token,
         "conversations",
@@ -937,7 +959,13 @@ async fn smtp_failure_is_logged_and_kept_as_a_notification() {
     })
     .await;
     let u = app.standard().await;
-    let g = insert_genie_with(&app, &u, "Mailer", None, true, &["support@example.test"]).await;
+    let g = insert_genie_with(
+        &app,
+        &u,
+        "Mailer",
+        json!({"send_conversation_reports": true, "support_emails": ["support@example.test"]}),
+    )
+    .await;
     app.call(
         &u.token,
         "conversations",

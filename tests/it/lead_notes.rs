@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use crate::common::*;
-use crate::leads::{insert_genie, new_lead};
+use crate::leads::new_lead;
 
 fn note_ids(r: &Resp) -> Vec<String> {
     r.ok(200)["notes"]

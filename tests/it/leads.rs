@@ -2,44 +2,6 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-/// Inserts a genie row directly, skipping provisioning, for tests that only need one to exist.
-pub async fn insert_genie(app: &TestApp, owner: &User, name: &str) -> String {
-    insert_genie_with(app, owner, name, None, false, &[]).await
-}
-
-pub async fn insert_genie_with(
-    app: &TestApp,
-    owner: &User,
-    name: &str,
-    external_agent_id: Option<&str>,
-    reports: bool,
-    support_emails: &[&str],
-) -> String {
-    let id = uuid::Uuid::now_v7().to_string();
-    let (gid, uid, name, ext) = (
-        id.clone(),
-        owner.id.clone(),
-        name.to_string(),
-        external_agent_id.map(str::to_string),
-    );
-    let emails = json!(support_emails).to_string();
-    app.state
-        .db
-        .write(move |c| {
-            let ts = genied::db::now();
-            c.execute(
-                "INSERT INTO genies (id, user_id, name, name_lower, llm_model, created_at, updated_at,
-                     external_agent_id, send_conversation_reports, support_emails)
-                 VALUES (?1, ?2, ?3, lower(?3), 'gpt-test', ?4, ?4, ?5, ?6, ?7)",
-                rusqlite::params![gid, uid, name, ts, ext, reports, emails],
-            )?;
-            Ok(())
-        })
-        .await
-        .unwrap();
-    id
-}
-
 pub async fn assign(app: &TestApp, genie: &str, user: &User) {
     let (g, u) = (genie.to_string(), user.id.clone());
     app.state

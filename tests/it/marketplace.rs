@@ -5,7 +5,6 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::*;
-use crate::qr_codes::insert_genie;
 
 #[tokio::test]
 async fn publish_browse_install_and_moderate() {
@@ -13,12 +12,7 @@ async fn publish_browse_install_and_moderate() {
     let alice = app.standard().await;
     let bob = app.standard().await;
     let admin = app.admin().await;
-    let genie = insert_genie(
-        &app,
-        &alice,
-        "Dental Receptionist",
-        Some("alice-dental"),
-        json!({
+    let genie = insert_genie_with(&app, &alice, "Dental Receptionist", json!({"page_slug": "alice-dental", 
             "system_prompt": "You book dental appointments.",
             "first_message": "Hello, dental office!",
             "web_welcome_message": "Book your check-up here.",
@@ -26,17 +20,9 @@ async fn publish_browse_install_and_moderate() {
             "category": "Support",
             "description": "Books appointments",
             "settings": {"conversation_config": {"agent": {"prompt": {"prompt": "x", "knowledge_base": [{"id": "secretdoc"}]}}, "tts": {"voice_id": "cat_olivia"}}, "phone_number": "+15550100"},
-        }),
-    )
+        }))
     .await;
-    let other = insert_genie(
-        &app,
-        &alice,
-        "Sales Bot",
-        None,
-        json!({"category": "Sales"}),
-    )
-    .await;
+    let other = insert_genie_with(&app, &alice, "Sales Bot", json!({"category": "Sales"})).await;
 
     app.call(
         &bob.token,

@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
 use crate::common::*;
-use crate::qr_codes::insert_genie;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
@@ -70,20 +69,13 @@ async fn conversation(app: &TestApp, owner: &User, id: &str) -> (String, String,
 async fn page_renders_in_chromium_and_unknown_pages_are_html_404() {
     let app = TestApp::spawn().await;
     let owner = app.standard().await;
-    insert_genie(
-        &app,
-        &owner,
-        "Sunny Bakery",
-        Some("sunny-bakery"),
-        json!({"web_welcome_message": "Fresh bread & a friendly chat <today>!", "branding": {"primary_color": "#b45309", "logo_url": "https://example.com/logo.png"}}),
-    )
+    insert_genie_with(&app, &owner, "Sunny Bakery", json!({"page_slug": "sunny-bakery", "web_welcome_message": "Fresh bread & a friendly chat <today>!", "branding": {"primary_color": "#b45309", "logo_url": "https://example.com/logo.png"}}))
     .await;
-    insert_genie(
+    insert_genie_with(
         &app,
         &owner,
         "Closed",
-        Some("closed-shop"),
-        json!({"is_active": false}),
+        json!({"page_slug": "closed-shop", "is_active": false}),
     )
     .await;
 
@@ -155,7 +147,7 @@ async fn page_renders_in_chromium_and_unknown_pages_are_html_404() {
 async fn chat_without_llm_records_the_conversation_and_says_so() {
     let app = TestApp::spawn().await;
     let owner = app.standard().await;
-    let gid = insert_genie(&app, &owner, "Helper", Some("helper"), json!({})).await;
+    let gid = insert_genie_with(&app, &owner, "Helper", json!({"page_slug": "helper"})).await;
 
     let bad = app
         .raw(
@@ -240,12 +232,11 @@ async fn chat_with_llm_replies_and_appends_to_the_same_conversation() {
     })
     .await;
     let owner = app.standard().await;
-    insert_genie(
+    insert_genie_with(
         &app,
         &owner,
         "Chef",
-        Some("chef"),
-        json!({"system_prompt": "You are a chef."}),
+        json!({"page_slug": "chef", "system_prompt": "You are a chef."}),
     )
     .await;
 
@@ -320,7 +311,7 @@ async fn chat_with_llm_replies_and_appends_to_the_same_conversation() {
 async fn the_public_chat_is_rate_limited_per_address() {
     let app = TestApp::spawn_with(|c| c.public_chat_rate_limit_per_minute = 2).await;
     let owner = app.standard().await;
-    insert_genie(&app, &owner, "Helper", Some("helper"), json!({})).await;
+    insert_genie_with(&app, &owner, "Helper", json!({"page_slug": "helper"})).await;
     let send = || {
         app.raw(
             Method::POST,
@@ -351,12 +342,11 @@ async fn the_text_chat_works_in_a_real_browser() {
 
     let app = TestApp::spawn().await;
     let owner = app.standard().await;
-    insert_genie(
+    insert_genie_with(
         &app,
         &owner,
         "Helper",
-        Some("helper"),
-        json!({"web_welcome_message": "Ask me anything"}),
+        json!({"page_slug": "helper", "web_welcome_message": "Ask me anything"}),
     )
     .await;
     let profile = tempfile::tempdir().unwrap();

@@ -1,55 +1,17 @@
 //! qr-code: create / all / soft delete / increment-download, owner isolation, and the SVG
 //! and PNG images (the PNG decodes back to the genie page URL).
 
-use genied::db;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::*;
-
-/// Inserts a genie row for `user` directly, with any extra columns, skipping provisioning.
-pub async fn insert_genie(
-    app: &TestApp,
-    user: &User,
-    name: &str,
-    slug: Option<&str>,
-    extra: Value,
-) -> String {
-    let (uid, name, slug) = (user.id.clone(), name.to_string(), slug.map(str::to_string));
-    let id = db::new_id();
-    let gid = id.clone();
-    app.state
-        .db
-        .write(move |c| {
-            let at = db::now();
-            c.execute(
-                "INSERT INTO genies (id, user_id, name, name_lower, llm_model, page_slug, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, lower(?3), 'gpt-4o-mini', ?4, ?5, ?5)",
-                rusqlite::params![gid, uid, name, slug, at],
-            )?;
-            for (k, v) in extra.as_object().cloned().unwrap_or_default() {
-                let v: Box<dyn rusqlite::ToSql> = match v {
-                    Value::String(s) => Box::new(s),
-                    Value::Bool(b) => Box::new(b),
-                    Value::Number(n) if n.is_i64() => Box::new(n.as_i64()),
-                    Value::Number(n) => Box::new(n.as_f64()),
-                    other => Box::new(other.to_string()),
-                };
-                c.execute(&format!("UPDATE genies SET {k} = ?2 WHERE id = ?1"), rusqlite::params![gid, v])?;
-            }
-            Ok(())
-        })
-        .await
-        .unwrap();
-    id
-}
 
 #[tokio::test]
 async fn qr_code_lifecycle_and_isolation() {
     let app = TestApp::spawn().await;
     let alice = app.standard().await;
     let bob = app.standard().await;
-    let genie = insert_genie(&app, &alice, "Front Desk", None, json!({})).await;
+    let genie = insert_genie(&app, &alice, "Front Desk").await;
 
     // Bad input changes nothing.
     app.call(&alice.token, "qr-code", "create", None, json!({}))

@@ -5,7 +5,6 @@ use genied::db::teams::{TeamRole, team_access};
 use serde_json::json;
 
 use crate::common::*;
-use crate::qr_codes::insert_genie;
 
 #[tokio::test]
 async fn teams_members_invitations_and_genies() {
@@ -294,7 +293,7 @@ async fn teams_members_invitations_and_genies() {
     assert_eq!(r.ok(200)["team"]["name"], json!("Customer Care"));
 
     // Team genies and team_access.
-    let genie = insert_genie(&app, &owner, "Shared Genie", None, json!({})).await;
+    let genie = insert_genie(&app, &owner, "Shared Genie").await;
     app.call(
         &bob.token,
         "teams",

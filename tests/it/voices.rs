@@ -3,7 +3,6 @@
 use serde_json::json;
 
 use crate::common::*;
-use crate::qr_codes::insert_genie;
 
 #[tokio::test]
 async fn discovery_filters_get_usage_and_favorites() {
@@ -94,9 +93,9 @@ async fn discovery_filters_get_usage_and_favorites() {
         .err(400, "VALIDATION_ERROR");
 
     // Usage: only my genies count.
-    let g1 = insert_genie(&app, &alice, "One", None, json!({"voice_id": "cat_aria"})).await;
-    insert_genie(&app, &alice, "Two", None, json!({"voice_id": "cat_aria"})).await;
-    insert_genie(&app, &bob, "Bobs", None, json!({"voice_id": "cat_aria"})).await;
+    let g1 = insert_genie_with(&app, &alice, "One", json!({"voice_id": "cat_aria"})).await;
+    insert_genie_with(&app, &alice, "Two", json!({"voice_id": "cat_aria"})).await;
+    insert_genie_with(&app, &bob, "Bobs", json!({"voice_id": "cat_aria"})).await;
     let g = g1.clone();
     let uid = alice.id.clone();
     app.state

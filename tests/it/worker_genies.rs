@@ -10,7 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::fakes::http_api::FakeApi;
-use crate::common::fakes::openai::{FakeOpenAi, Turn};
+use crate::common::fakes::openai::{Expect, FakeOpenAi, Turn};
 use crate::common::*;
 
 const R: &str = "worker-genies";
@@ -479,7 +479,7 @@ async fn insert_genie_and_lead(app: &TestApp, user: &str, lead_name: &str) {
 
 #[tokio::test]
 async fn tool_loop_calls_every_tool_with_credentials_injected() {
-    let llm = FakeOpenAi::start().await;
+    let llm = FakeOpenAi::start(Expect::Worker).await;
     let api = FakeApi::start().await;
     let marker = format!("MARKER-{}", uuid::Uuid::new_v4().simple());
     api.expect("/secure", "authorization", &format!("Bearer {marker}"));
@@ -526,18 +526,18 @@ async fn tool_loop_calls_every_tool_with_credentials_injected() {
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 7);
     assert!(
-        reqs[0]["messages"][0]["content"]
+        reqs[0].body["messages"][0]["content"]
             .as_str()
             .unwrap()
             .contains("SOUL-PROMPT-7")
     );
     assert!(
-        reqs[0]["messages"][1]["content"]
+        reqs[0].body["messages"][1]["content"]
             .as_str()
             .unwrap()
             .contains("\"hint\": \"go\"")
     );
-    assert_eq!(reqs[0]["model"], "fake-model");
+    assert_eq!(reqs[0].body["model"], "fake-model");
 
     let steps = r["steps"].as_array().unwrap();
     let tools: Vec<&Value> = steps.iter().filter(|s| s["type"] == "tool").collect();
@@ -573,7 +573,7 @@ async fn tool_loop_calls_every_tool_with_credentials_injected() {
     assert!(
         !llm.requests()
             .iter()
-            .any(|q| q.to_string().contains(&marker))
+            .any(|q| q.body.to_string().contains(&marker))
     );
     // memory
     assert_eq!(tools[3]["result"]["written"], true);
@@ -639,7 +639,7 @@ async fn tool_loop_calls_every_tool_with_credentials_injected() {
 
 #[tokio::test]
 async fn query_data_never_sees_another_users_rows() {
-    let llm = FakeOpenAi::start().await;
+    let llm = FakeOpenAi::start(Expect::Worker).await;
     let app = TestApp::spawn_with(|c| llm.configure(c)).await;
     let (a, b) = (app.standard().await, app.standard().await);
     insert_genie_and_lead(&app, &b.id, "Bob Lead").await;
@@ -680,7 +680,7 @@ async fn query_data_never_sees_another_users_rows() {
 
 #[tokio::test]
 async fn memory_persists_across_runs_and_restarts() {
-    let llm = FakeOpenAi::start().await;
+    let llm = FakeOpenAi::start(Expect::Worker).await;
     let app = TestApp::spawn_with(|c| llm.configure(c)).await;
     let a = app.standard().await;
     let g1 = create(&app, &a, basic("one")).await;
@@ -893,7 +893,7 @@ async fn running_runs_of_a_crashed_process_are_failed_at_start() {
 
 #[tokio::test]
 async fn step_limit_timeout_and_cancel() {
-    let llm = FakeOpenAi::start().await;
+    let llm = FakeOpenAi::start(Expect::Worker).await;
     let app = TestApp::spawn_with(|c| {
         llm.configure(c);
         c.worker_run_timeout_seconds = 1;
@@ -940,7 +940,7 @@ async fn step_limit_timeout_and_cancel() {
 
 #[tokio::test]
 async fn cancel_a_running_run() {
-    let llm = FakeOpenAi::start().await;
+    let llm = FakeOpenAi::start(Expect::Worker).await;
     let app = TestApp::spawn_with(|c| llm.configure(c)).await;
     let a = app.standard().await;
     let g = create(&app, &a, basic("slow")).await;
@@ -1086,7 +1086,7 @@ async fn master_key_rotation_keeps_every_credential_readable() {
 
 #[tokio::test]
 async fn notify_owner_also_mails_the_owner_when_smtp_is_configured() {
-    let llm = FakeOpenAi::start().await;
+    let llm = FakeOpenAi::start(Expect::Worker).await;
     let smtp = crate::common::fakes::smtp::FakeSmtp::start().await;
     let app = TestApp::spawn_with(|c| {
         llm.configure(c);

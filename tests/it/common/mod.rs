@@ -341,3 +341,45 @@ impl Drop for TestApp {
         }
     }
 }
+
+/// Inserts a genie row for `owner` directly, skipping provisioning (creating one through the
+/// API calls the voice provider), for tests that only need a genie to exist.
+pub async fn insert_genie(app: &TestApp, owner: &User, name: &str) -> String {
+    insert_genie_with(app, owner, name, json!({})).await
+}
+
+/// [`insert_genie`] with further columns set from `extra` (`{"column": value}`); arrays and
+/// objects are stored as JSON text, `null` as NULL.
+pub async fn insert_genie_with(app: &TestApp, owner: &User, name: &str, extra: Value) -> String {
+    let (uid, name) = (owner.id.clone(), name.to_string());
+    let id = db::new_id();
+    let gid = id.clone();
+    app.state
+        .db
+        .write(move |c| {
+            let at = db::now();
+            c.execute(
+                "INSERT INTO genies (id, user_id, name, name_lower, llm_model, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, lower(?3), 'gpt-4o-mini', ?4, ?4)",
+                rusqlite::params![gid, uid, name, at],
+            )?;
+            for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+                let v: Box<dyn rusqlite::ToSql> = match v {
+                    Value::Null => Box::new(rusqlite::types::Null),
+                    Value::String(s) => Box::new(s),
+                    Value::Bool(b) => Box::new(b),
+                    Value::Number(n) if n.is_i64() => Box::new(n.as_i64()),
+                    Value::Number(n) => Box::new(n.as_f64()),
+                    other => Box::new(other.to_string()),
+                };
+                c.execute(
+                    &format!("UPDATE genies SET {k} = ?2 WHERE id = ?1"),
+                    rusqlite::params![gid, v],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    id
+}

@@ -4,7 +4,6 @@
 pub mod dns;
 pub mod elevenlabs;
 pub mod http_api;
-pub mod llm;
 pub mod openai;
 pub mod smtp;
 pub mod transcripts;

@@ -1,18 +1,36 @@
-//! A fake OpenAI-compatible `/chat/completions` endpoint, scripted turn by turn. It checks
-//! every request it receives (method, path, bearer key, model, the five worker tool
-//! schemas, the message sequence) and records problems and requests for the test.
+//! A fake OpenAI-compatible `POST {base}/chat/completions` endpoint, scripted turn by turn,
+//! serving both worker-genie runs and conversation analysis (the service has one LLM base
+//! URL for both). Every request it receives is checked and recorded:
+//! - always: method, path, JSON content type, bearer key, a `model` string, a non-empty
+//!   `messages` array whose entries all have a role;
+//! - worker turns (every request when started with [`Expect::Worker`], otherwise the ones
+//!   that carry `tools`): the five worker tool schemas, and a message sequence of system,
+//!   user, then assistant turns each followed by one tool result per tool call.
+//!
+//! A request that fails a check is answered 400 and its problems are recorded.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
 pub const API_KEY: &str = "test-llm-key";
+
+/// What the fake expects of requests beyond the checks every request gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Every request is a worker-genie turn: it must carry the worker tools.
+    Worker,
+    /// Requests with `tools` are worker turns; those without are plain completions
+    /// (conversation analysis).
+    Any,
+}
 
 /// One scripted answer.
 #[derive(Clone, Debug)]
@@ -23,19 +41,34 @@ pub enum Turn {
     Answer(&'static str),
     /// Wait, then answer with the inner turn.
     Slow(Duration, Box<Turn>),
+    /// Answer with this status and body as they are, e.g. an error.
+    Raw(u16, Value),
+}
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: HeaderMap,
+    /// The JSON body, `Null` when it was not JSON.
+    pub body: Value,
+    /// What failed the checks; empty when the request was fine.
+    pub problems: Vec<String>,
 }
 
 #[derive(Default)]
 struct St {
     script: VecDeque<Turn>,
-    requests: Vec<Value>,
-    problems: Vec<String>,
+    requests: Vec<Recorded>,
     calls: usize,
 }
 
 #[derive(Clone)]
 pub struct FakeOpenAi {
+    /// What to pass as the LLM base URL: `http://127.0.0.1:<port>/v1`.
     pub base: String,
+    expect: Expect,
     st: Arc<Mutex<St>>,
 }
 
@@ -48,28 +81,33 @@ const TOOLS: [&str; 5] = [
 ];
 
 impl FakeOpenAi {
-    pub async fn start() -> FakeOpenAi {
-        let st = Arc::new(Mutex::new(St::default()));
-        let app = Router::new()
-            .route("/v1/chat/completions", post(chat))
-            .with_state(st.clone());
+    pub async fn start(expect: Expect) -> FakeOpenAi {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeOpenAi {
+        let fake = FakeOpenAi {
             base: format!("http://{addr}/v1"),
-            st,
-        }
+            expect,
+            st: Arc::default(),
+        };
+        // A fallback, not a route, so that wrong methods and paths are recorded as problems.
+        let app = Router::new().fallback(chat).with_state(fake.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        fake
     }
 
     pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
         self.st.lock().unwrap().script.extend(turns);
     }
-    pub fn requests(&self) -> Vec<Value> {
+    pub fn requests(&self) -> Vec<Recorded> {
         self.st.lock().unwrap().requests.clone()
     }
+    /// The problems of every request so far, in order.
     pub fn problems(&self) -> Vec<String> {
-        self.st.lock().unwrap().problems.clone()
+        let st = self.st.lock().unwrap();
+        st.requests
+            .iter()
+            .flat_map(|r| r.problems.iter().cloned())
+            .collect()
     }
     /// Points a config at this fake.
     pub fn configure(&self, c: &mut genied::Config) {
@@ -79,8 +117,27 @@ impl FakeOpenAi {
     }
 }
 
-fn check(headers: &HeaderMap, body: &Value) -> Vec<String> {
+fn check(
+    expect: Expect,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Value,
+) -> Vec<String> {
     let mut p = Vec::new();
+    if method != Method::POST {
+        p.push(format!("method {method}, want POST"));
+    }
+    if uri.path() != "/v1/chat/completions" {
+        p.push(format!("path {}, want /v1/chat/completions", uri.path()));
+    }
+    let ct = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !ct.starts_with("application/json") {
+        p.push(format!("content-type {ct:?}"));
+    }
     if headers.get("authorization").and_then(|v| v.to_str().ok())
         != Some(&format!("Bearer {API_KEY}"))
     {
@@ -89,6 +146,17 @@ fn check(headers: &HeaderMap, body: &Value) -> Vec<String> {
     if body["model"].as_str().is_none_or(|m| m.is_empty()) {
         p.push("no model".into());
     }
+    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
+    if msgs.is_empty() || msgs.iter().any(|m| m["role"].as_str().is_none()) {
+        p.push("body.messages missing, empty or a message without role".into());
+    }
+    if expect == Expect::Worker || body.get("tools").is_some() {
+        check_worker_turn(body, &msgs, &mut p);
+    }
+    p
+}
+
+fn check_worker_turn(body: &Value, msgs: &[Value], p: &mut Vec<String>) {
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
     let names: Vec<&str> = tools
         .iter()
@@ -128,7 +196,6 @@ fn check(headers: &HeaderMap, body: &Value) -> Vec<String> {
     }) {
         p.push("query_data schema".into());
     }
-    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
     if msgs.len() < 2 || msgs[0]["role"] != "system" || msgs[1]["role"] != "user" {
         p.push("messages must start with system, user".into());
     }
@@ -149,10 +216,10 @@ fn check(headers: &HeaderMap, body: &Value) -> Vec<String> {
         }
         i += 1 + calls.len();
     }
-    p
 }
 
-fn answer(turn: &Turn, n: usize) -> Value {
+/// The completion for `turn`, the `n`th request; `model` is echoed as a real endpoint does.
+fn answer(turn: &Turn, n: usize, model: &Value) -> (StatusCode, Value) {
     let message = match turn {
         Turn::Answer(text) => json!({"role": "assistant", "content": text}),
         Turn::Tools(calls) => json!({
@@ -163,31 +230,50 @@ fn answer(turn: &Turn, n: usize) -> Value {
                 "function": {"name": name, "arguments": args.to_string()}
             })).collect::<Vec<_>>()
         }),
-        Turn::Slow(_, inner) => return answer(inner, n),
+        Turn::Slow(_, inner) => return answer(inner, n, model),
+        Turn::Raw(status, body) => return (StatusCode::from_u16(*status).unwrap(), body.clone()),
     };
     let finish = if matches!(turn, Turn::Tools(_)) {
         "tool_calls"
     } else {
         "stop"
     };
-    json!({
-        "id": format!("chatcmpl-{n}"), "object": "chat.completion", "model": "fake-model",
+    let body = json!({
+        "id": format!("chatcmpl-{n}"), "object": "chat.completion", "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-    })
+    });
+    (StatusCode::OK, body)
 }
 
 async fn chat(
-    State(st): State<Arc<Mutex<St>>>,
+    State(fake): State<FakeOpenAi>,
+    method: Method,
+    uri: Uri,
     headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> (StatusCode, Json<Value>) {
-    let problems = check(&headers, &body);
+    body: Bytes,
+) -> Response {
+    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let problems = check(fake.expect, &method, &uri, &headers, &json);
+    let model = json["model"].clone();
     let (turn, n) = {
-        let mut s = st.lock().unwrap();
-        s.requests.push(body.clone());
-        s.problems.extend(problems.iter().cloned());
+        let mut s = fake.st.lock().unwrap();
+        s.requests.push(Recorded {
+            method: method.to_string(),
+            path: uri.path().to_string(),
+            headers,
+            body: json,
+            problems: problems.clone(),
+        });
         s.calls += 1;
+        if !problems.is_empty() {
+            // A bad request does not use up a scripted answer.
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": {"message": problems.join("; ")}})),
+            )
+                .into_response();
+        }
         (
             s.script
                 .pop_front()
@@ -195,14 +281,9 @@ async fn chat(
             s.calls,
         )
     };
-    if !problems.is_empty() {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"error": {"message": problems.join("; ")}})),
-        );
-    }
     if let Turn::Slow(d, _) = &turn {
         tokio::time::sleep(*d).await;
     }
-    (StatusCode::OK, Json(answer(&turn, n)))
+    let (status, body) = answer(&turn, n, &model);
+    (status, Json(body)).into_response()
 }
