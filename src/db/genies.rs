@@ -93,95 +93,111 @@ fn from_row(r: &Row) -> rusqlite::Result<GenieRow> {
     })
 }
 
+/// The columns `insert` and `save` both write, in the order of `written_values`: every
+/// column but `id`, `user_id` and `created_at`, which never change after the insert.
+const WRITTEN: [&str; 31] = [
+    "external_agent_id",
+    "name",
+    "name_lower",
+    "description",
+    "use_case",
+    "category",
+    "brand",
+    "system_prompt",
+    "first_message",
+    "voice_id",
+    "llm_model",
+    "temperature",
+    "max_tokens",
+    "is_active",
+    "setup_completed",
+    "send_conversation_reports",
+    "voice_disabled",
+    "multilingual",
+    "max_duration_seconds",
+    "turn_timeout_seconds",
+    "silence_end_seconds",
+    "turn_mode",
+    "max_calls",
+    "settings",
+    "branding",
+    "support_emails",
+    "page_slug",
+    "web_welcome_message",
+    "group_id",
+    "sort_order",
+    "updated_at",
+];
+
+/// The values of the `WRITTEN` columns, in the same order, so one list serves both the insert
+/// and the update.
+fn written_values(g: &GenieRow) -> [Sql; 31] {
+    [
+        g.external_agent_id.clone().into(),
+        g.name.clone().into(),
+        g.name.to_lowercase().into(),
+        g.description.clone().into(),
+        g.use_case.clone().into(),
+        g.category.clone().into(),
+        g.brand.clone().into(),
+        g.system_prompt.clone().into(),
+        g.first_message.clone().into(),
+        g.voice_id.clone().into(),
+        g.llm_model.clone().into(),
+        g.temperature.into(),
+        g.max_tokens.into(),
+        g.is_active.into(),
+        g.setup_completed.into(),
+        g.send_conversation_reports.into(),
+        g.voice_disabled.into(),
+        g.multilingual.into(),
+        g.max_duration_seconds.into(),
+        g.turn_timeout_seconds.into(),
+        g.silence_end_seconds.into(),
+        g.turn_mode.clone().into(),
+        g.max_calls.into(),
+        g.settings.to_string().into(),
+        g.branding.to_string().into(),
+        g.support_emails.to_string().into(),
+        g.page_slug.clone().into(),
+        g.web_welcome_message.clone().into(),
+        g.group_id.clone().into(),
+        g.sort_order.into(),
+        g.updated_at.clone().into(),
+    ]
+}
+
 pub fn insert(c: &Connection, g: &GenieRow) -> rusqlite::Result<()> {
-    let mut st = c.prepare_cached(&format!(
-        "INSERT INTO genies ({COLS}, name_lower) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-         ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)"
-    ))?;
-    st.execute(params![
-        g.id,
-        g.user_id,
-        g.external_agent_id,
-        g.name,
-        g.description,
-        g.use_case,
-        g.category,
-        g.brand,
-        g.system_prompt,
-        g.first_message,
-        g.voice_id,
-        g.llm_model,
-        g.temperature,
-        g.max_tokens,
-        g.is_active,
-        g.setup_completed,
-        g.send_conversation_reports,
-        g.voice_disabled,
-        g.multilingual,
-        g.max_duration_seconds,
-        g.turn_timeout_seconds,
-        g.silence_end_seconds,
-        g.turn_mode,
-        g.max_calls,
-        g.settings.to_string(),
-        g.branding.to_string(),
-        g.support_emails.to_string(),
-        g.page_slug,
-        g.web_welcome_message,
-        g.group_id,
-        g.sort_order,
-        g.created_at,
-        g.updated_at,
-        g.name.to_lowercase(),
-    ])?;
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let holes: Vec<String> = (1..=WRITTEN.len() + 3).map(|i| format!("?{i}")).collect();
+        format!(
+            "INSERT INTO genies (id, user_id, created_at, {}) VALUES ({})",
+            WRITTEN.join(", "),
+            holes.join(", ")
+        )
+    });
+    let fixed = [
+        Sql::from(g.id.clone()),
+        g.user_id.clone().into(),
+        g.created_at.clone().into(),
+    ];
+    c.prepare_cached(&SQL)?
+        .execute(params_from_iter(fixed.into_iter().chain(written_values(g))))?;
     Ok(())
 }
 
 /// Writes every mutable column of `g` (identified by `g.id`).
 pub fn save(c: &Connection, g: &GenieRow) -> rusqlite::Result<bool> {
-    let n = c.execute(
-        "UPDATE genies SET external_agent_id = ?2, name = ?3, name_lower = ?4, description = ?5, use_case = ?6, category = ?7,
-         brand = ?8, system_prompt = ?9, first_message = ?10, voice_id = ?11, llm_model = ?12, temperature = ?13,
-         max_tokens = ?14, is_active = ?15, setup_completed = ?16, send_conversation_reports = ?17, voice_disabled = ?18,
-         multilingual = ?19, max_duration_seconds = ?20, turn_timeout_seconds = ?21, silence_end_seconds = ?22,
-         turn_mode = ?23, max_calls = ?24, settings = ?25, branding = ?26, support_emails = ?27, page_slug = ?28,
-         web_welcome_message = ?29, group_id = ?30, sort_order = ?31, updated_at = ?32
-         WHERE id = ?1",
-        params![
-            g.id,
-            g.external_agent_id,
-            g.name,
-            g.name.to_lowercase(),
-            g.description,
-            g.use_case,
-            g.category,
-            g.brand,
-            g.system_prompt,
-            g.first_message,
-            g.voice_id,
-            g.llm_model,
-            g.temperature,
-            g.max_tokens,
-            g.is_active,
-            g.setup_completed,
-            g.send_conversation_reports,
-            g.voice_disabled,
-            g.multilingual,
-            g.max_duration_seconds,
-            g.turn_timeout_seconds,
-            g.silence_end_seconds,
-            g.turn_mode,
-            g.max_calls,
-            g.settings.to_string(),
-            g.branding.to_string(),
-            g.support_emails.to_string(),
-            g.page_slug,
-            g.web_welcome_message,
-            g.group_id,
-            g.sort_order,
-            g.updated_at,
-        ],
-    )?;
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let set: Vec<String> = WRITTEN
+            .iter()
+            .enumerate()
+            .map(|(i, col)| format!("{col} = ?{}", i + 2))
+            .collect();
+        format!("UPDATE genies SET {} WHERE id = ?1", set.join(", "))
+    });
+    let id = std::iter::once(Sql::from(g.id.clone()));
+    let n = c.execute(&SQL, params_from_iter(id.chain(written_values(g))))?;
     Ok(n == 1)
 }
 

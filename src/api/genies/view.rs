@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use super::input::effective_settings;
+use super::settings::effective_settings;
 use crate::db::genie_groups;
 use crate::db::genies::{self as repo, GenieRow};
 

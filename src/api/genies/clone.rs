@@ -1,0 +1,91 @@
+//! `clone` and `reorder`.
+
+use serde_json::json;
+
+use super::input::{self, CloneGenie};
+use super::lifecycle::cleanup_or_queue;
+use super::settings;
+use super::update::kb_refs;
+use super::{load_manageable, reload, role};
+use crate::api::{ActionRequest, Ctx, Reply};
+use crate::db;
+use crate::db::genies::{self as repo, GenieRow};
+use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
+
+pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let id = req.uuid()?;
+    let body: CloneGenie = req.data()?;
+    input::check_replacements(&body.prompt_replacements)?;
+    let src = load_manageable(ctx, &id).await?;
+    let name = match &body.name {
+        Some(n) => input::check_name("data.name", n)?,
+        None => input::check_name("data.name", &format!("Copy of {}", src.name))?,
+    };
+    let docs = {
+        let id = id.clone();
+        ctx.db().read(move |c| Ok(repo::documents(c, &id)?)).await?
+    };
+    let now = db::now();
+    let mut row = GenieRow {
+        id: db::new_id(),
+        external_agent_id: None,
+        page_slug: Some(repo::new_slug(&name)),
+        system_prompt: input::replace_all(&src.system_prompt, &body.prompt_replacements),
+        first_message: input::replace_all(&src.first_message, &body.prompt_replacements),
+        name,
+        created_at: now.clone(),
+        updated_at: now,
+        ..src.clone()
+    };
+    let agent_id = ctx
+        .app
+        .voice
+        .create_agent(&settings::agent_spec(&row, kb_refs(&docs)))
+        .await?;
+    row.external_agent_id = Some(agent_id.clone());
+    let (r, src_id) = (row.clone(), src.id.clone());
+    let stored = ctx
+        .db()
+        .write(move |c| {
+            let mut r = r;
+            r.sort_order = repo::next_sort_order(c, &r.user_id)?;
+            repo::insert(c, &r)?;
+            repo::copy_documents(c, &src_id, &r.id, &r.created_at)?;
+            Ok(r)
+        })
+        .await;
+    let row = match stored {
+        Ok(r) => r,
+        Err(e) => {
+            cleanup_or_queue(&ctx.app, Some(agent_id), vec![]).await;
+            return Err(e);
+        }
+    };
+    let genie = reload(&ctx.app, &row.id, false).await?;
+    ctx.app
+        .bus
+        .emit(Event::new("genie.created", &row.user_id, genie.clone()));
+    Ok(Reply::created(json!({"genie": genie}))
+        .record(&row.id)
+        .summary(format!("cloned genie '{}' as '{}'", src.name, row.name)))
+}
+
+pub(super) async fn reorder(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let sort = input::parse_sort(&req.data)?;
+    let (uid, role) = (ctx.user_id().to_string(), role(ctx));
+    let n = ctx
+        .db()
+        .write(move |c| {
+            let at = db::now();
+            for (id, pos) in &sort {
+                if repo::get_manageable(c, &uid, role, id)?.is_none() {
+                    return Err(ApiError::agent_not_found());
+                }
+                repo::set_sort_order(c, id, *pos, &at)?;
+            }
+            Ok(sort.len())
+        })
+        .await?;
+    Ok(Reply::ok(json!({"updated": n})).summary(format!("reordered {n} genies")))
+}

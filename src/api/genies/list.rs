@@ -1,0 +1,175 @@
+//! `list`, `all` and `get`: reading genies, in the caller's scope.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{full_genie, role};
+use crate::api::{ActionRequest, Ctx, Reply, page, parse_uuid};
+use crate::db::genies::{self as repo, GenieRow, ListFilter, Scope};
+use crate::db::users::Role;
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Filters {
+    search_term: Option<String>,
+    category: Option<String>,
+    group_id: Option<String>,
+    is_active: Option<bool>,
+}
+
+/// `list` and `all` data. Other members (REST query leftovers) are ignored.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ListReq {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    cursor: Option<String>,
+    search_term: Option<String>,
+    #[serde(default)]
+    filters: Filters,
+    #[serde(default)]
+    admin_mode: bool,
+    owner_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct AdminModeReq {
+    #[serde(default)]
+    admin_mode: bool,
+}
+
+/// The listing scope and whether owners are shown, from `adminMode` / `ownerId`.
+fn scope(ctx: &Ctx, admin_mode: bool, owner_id: Option<&str>) -> ApiResult<(Scope, bool)> {
+    let admin_mode = ctx.principal.admin_option("adminMode", admin_mode)?;
+    let owner = match owner_id {
+        Some(o) => {
+            ctx.principal.admin_option("ownerId", true)?;
+            Some(parse_uuid(o, "data.ownerId")?)
+        }
+        None => None,
+    };
+    let scope = match (owner, admin_mode) {
+        (Some(o), _) => Scope::Owned(o),
+        (None, true) => Scope::All,
+        (None, false) if role(ctx) == Role::Consumer => Scope::Assigned(ctx.user_id().to_string()),
+        (None, false) => Scope::Owned(ctx.user_id().to_string()),
+    };
+    Ok((scope, admin_mode))
+}
+
+fn filter(q: &ListReq) -> ApiResult<ListFilter> {
+    let term = q
+        .filters
+        .search_term
+        .clone()
+        .or_else(|| q.search_term.clone());
+    let search = term
+        .map(|t| t.trim().to_lowercase())
+        .filter(|t| !t.is_empty());
+    let group_id = q
+        .filters
+        .group_id
+        .as_deref()
+        .map(|g| parse_uuid(g, "data.filters.groupId"))
+        .transpose()?;
+    Ok(ListFilter {
+        search,
+        category: q.filters.category.clone(),
+        group_id,
+        is_active: q.filters.is_active,
+    })
+}
+
+fn summary(g: &GenieRow) -> Value {
+    json!({
+        "id": g.id, "name": g.name, "description": g.description, "use_case": g.use_case,
+        "category": g.category, "is_active": g.is_active, "setup_completed": g.setup_completed,
+        "voice_id": g.voice_id, "group_id": g.group_id, "sort_order": g.sort_order,
+        "created_at": g.created_at, "updated_at": g.updated_at,
+    })
+}
+
+pub(super) async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let q: ListReq = req.data()?;
+    let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
+    let (scope, _) = scope(ctx, q.admin_mode, q.owner_id.as_deref())?;
+    let f = filter(&q)?;
+    let (rows, total) = ctx
+        .db()
+        .read(move |c| Ok(repo::list(c, &scope, &f, limit, offset)?))
+        .await?;
+    let genies: Vec<Value> = rows.iter().map(summary).collect();
+    Ok(Reply::ok(
+        json!({"genies": genies, "total": total, "limit": limit, "offset": offset}),
+    ))
+}
+
+fn encode_cursor(id: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("g1:{id}"))
+}
+
+fn decode_cursor(c: &str) -> ApiResult<String> {
+    let bad = || ApiError::validation("data.cursor is not a cursor returned by this service");
+    let raw = URL_SAFE_NO_PAD.decode(c.trim()).map_err(|_| bad())?;
+    let s = String::from_utf8(raw).map_err(|_| bad())?;
+    let id = s.strip_prefix("g1:").ok_or_else(bad)?;
+    parse_uuid(id, "data.cursor").map_err(|_| bad())
+}
+
+pub(super) async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let q: ListReq = req.data()?;
+    let (limit, _) = page(q.limit, None, 100, 500)?;
+    let after = q
+        .cursor
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(decode_cursor)
+        .transpose()?;
+    let (scope, admin_mode) = scope(ctx, q.admin_mode, q.owner_id.as_deref())?;
+    let f = filter(&q)?;
+    let base = ctx.app.config.public_base();
+    let (genies, next) = ctx
+        .db()
+        .read(move |c| {
+            let mut rows = repo::page_after(c, &scope, &f, after.as_deref(), limit)?;
+            let more = rows.len() as i64 > limit;
+            rows.truncate(limit as usize);
+            let next = if more {
+                rows.last().map(|g| encode_cursor(&g.id))
+            } else {
+                None
+            };
+            let genies = rows
+                .iter()
+                .map(|g| full_genie(c, g, admin_mode, &base))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((genies, next))
+        })
+        .await?;
+    Ok(Reply::ok(
+        json!({"genies": genies, "hasMore": next.is_some(), "nextCursor": next}),
+    ))
+}
+
+pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let id = req.uuid()?;
+    let q: AdminModeReq = req.data()?;
+    let admin_mode = ctx.principal.admin_option("adminMode", q.admin_mode)?;
+    let (uid, role, base) = (
+        ctx.user_id().to_string(),
+        role(ctx),
+        ctx.app.config.public_base(),
+    );
+    let genie = ctx
+        .db()
+        .read(move |c| match repo::get_readable(c, &uid, role, &id)? {
+            Some(g) => Ok(full_genie(c, &g, admin_mode, &base)?),
+            None => Err(ApiError::agent_not_found()),
+        })
+        .await?;
+    Ok(Reply::ok(json!({"genie": genie})))
+}

@@ -1,0 +1,114 @@
+//! `attach-phone` and `release-phone`.
+
+use serde_json::json;
+
+use super::lifecycle::{cleanup_or_queue, phone_unsupported};
+use super::{load_manageable, lock_genie, reload};
+use crate::api::{ActionRequest, Ctx, Reply};
+use crate::db;
+use crate::db::genies::{self as repo, PhoneRow};
+use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
+
+pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let id = req.uuid()?;
+    let _guard = lock_genie(&id).await;
+    let row = load_manageable(ctx, &id).await?;
+    if !ctx.app.voice.supports_phone_provisioning() {
+        return Err(phone_unsupported(&ctx.app));
+    }
+    let existing = {
+        let id = id.clone();
+        ctx.db().read(move |c| Ok(repo::phones(c, &id)?)).await?
+    };
+    if !existing.is_empty() {
+        return Err(ApiError::conflict(
+            "the genie already has a phone number; release it first",
+        ));
+    }
+    let agent = row
+        .external_agent_id
+        .clone()
+        .ok_or_else(|| ApiError::upstream("the genie has no agent at the voice provider"))?;
+    let p = ctx.app.voice.provision_number(&agent, &row.name).await?;
+    let (gid, pnum) = (id.clone(), p.clone());
+    let stored = ctx
+        .db()
+        .write(move |c| {
+            if repo::find(c, &gid)?.is_none() {
+                return Err(ApiError::agent_not_found());
+            }
+            // A concurrent attach-phone may have won the race since the check above.
+            if !repo::phones(c, &gid)?.is_empty() {
+                return Err(ApiError::conflict(
+                    "the genie already has a phone number; release it first",
+                ));
+            }
+            repo::insert_phone(
+                c,
+                &PhoneRow {
+                    id: db::new_id(),
+                    genie_id: gid,
+                    number: pnum.number,
+                    external_id: Some(pnum.external_id),
+                    status: "active".into(),
+                    created_at: db::now(),
+                },
+            )?;
+            Ok(())
+        })
+        .await;
+    if let Err(e) = stored {
+        cleanup_or_queue(&ctx.app, None, vec![p.external_id]).await;
+        return Err(e);
+    }
+    let genie = reload(&ctx.app, &id, false).await?;
+    ctx.app
+        .bus
+        .emit(Event::new("genie.updated", &row.user_id, genie.clone()));
+    Ok(Reply::ok(json!({"genie": genie}))
+        .record(&id)
+        .summary(format!(
+            "attached phone number {} to genie '{}'",
+            p.number, row.name
+        )))
+}
+
+pub(super) async fn release_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let id = req.uuid()?;
+    let _guard = lock_genie(&id).await;
+    let row = load_manageable(ctx, &id).await?;
+    let phones = {
+        let id = id.clone();
+        ctx.db().read(move |c| Ok(repo::phones(c, &id)?)).await?
+    };
+    if phones.is_empty() {
+        return Err(ApiError::not_found("phone number"));
+    }
+    for p in &phones {
+        if let Some(ext) = &p.external_id {
+            ctx.app.voice.release_number(ext).await?;
+        }
+    }
+    let ids: Vec<String> = phones.iter().map(|p| p.id.clone()).collect();
+    ctx.db()
+        .write(move |c| {
+            for pid in &ids {
+                repo::delete_phone(c, pid)?;
+            }
+            Ok(())
+        })
+        .await?;
+    let genie = reload(&ctx.app, &id, false).await?;
+    ctx.app
+        .bus
+        .emit(Event::new("genie.updated", &row.user_id, genie.clone()));
+    let numbers: Vec<&str> = phones.iter().map(|p| p.number.as_str()).collect();
+    Ok(Reply::ok(json!({"genie": genie}))
+        .record(&id)
+        .summary(format!(
+            "released {} from genie '{}'",
+            numbers.join(", "),
+            row.name
+        )))
+}
