@@ -230,8 +230,7 @@ pub(super) fn object(field: &str, v: &Value) -> ApiResult<()> {
 
 // ---- applying requests ---------------------------------------------------------------
 
-/// Builds the row of a new genie from `create` data (no id-dependent parts yet). Returns the
-/// row and whether a phone number was asked for.
+/// Builds the row of a new genie from `create` data (no id-dependent parts yet).
 pub fn new_row(b: &CreateGenie, id: String, owner: String, now: String) -> ApiResult<GenieRow> {
     let name = check_name("data.genieName", b.genie_name.as_deref().unwrap_or(""))?;
     let mut g = GenieRow {
