@@ -161,6 +161,38 @@ async fn envelope(client: &reqwest::Client, base: &str, token: &str, body: Value
     v["data"].clone()
 }
 
+/// Sends `body(0)`, `body(1)`, ... until the server stops answering (it is killed), and
+/// returns the ids of the records it acknowledged: `data.<member>.id` of each answer with
+/// status `status`.
+async fn envelope_writer(
+    client: reqwest::Client,
+    base: String,
+    token: String,
+    (status, member): (u16, &'static str),
+    body: impl Fn(u64) -> Value,
+) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 0.. {
+        let Ok(resp) = client
+            .post(format!("{base}/v1"))
+            .bearer_auth(&token)
+            .json(&body(i))
+            .send()
+            .await
+        else {
+            break;
+        };
+        if resp.status() != status {
+            break;
+        }
+        let Ok(v) = resp.json::<Value>().await else {
+            break;
+        };
+        ids.push(v["data"][member]["id"].as_str().unwrap().to_string());
+    }
+    ids
+}
+
 #[tokio::test]
 async fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
@@ -212,31 +244,16 @@ async fn acknowledged_writes_survive_sigkill() {
         // Eight writers create records until the process dies under them.
         let writers: Vec<_> = (0..8)
             .map(|w| {
-                let (client, base, token) = (client.clone(), base.clone(), token.clone());
-                tokio::spawn(async move {
-                    let mut ids = Vec::new();
-                    for i in 0.. {
-                        let body = json!({"resource": "webhooks", "action": "create",
-                            "data": {"url": format!("http://127.0.0.1:9/r{round}/w{w}/{i}")}});
-                        let Ok(resp) = client
-                            .post(format!("{base}/v1"))
-                            .bearer_auth(&token)
-                            .json(&body)
-                            .send()
-                            .await
-                        else {
-                            break;
-                        };
-                        if resp.status() != 201 {
-                            break;
-                        }
-                        let Ok(v) = resp.json::<Value>().await else {
-                            break;
-                        };
-                        ids.push(v["data"]["webhook"]["id"].as_str().unwrap().to_string());
-                    }
-                    ids
-                })
+                tokio::spawn(envelope_writer(
+                    client.clone(),
+                    base.clone(),
+                    token.clone(),
+                    (201, "webhook"),
+                    move |i| {
+                        json!({"resource": "webhooks", "action": "create",
+                        "data": {"url": format!("http://127.0.0.1:9/r{round}/w{w}/{i}")}})
+                    },
+                ))
             })
             .collect();
         // Four more create documents: two typed, two uploaded as files.
@@ -256,32 +273,17 @@ async fn acknowledged_writes_survive_sigkill() {
         // through queued and running while the process dies).
         let run_writers: Vec<_> = (0..2)
             .map(|w| {
-                let (client, base, token, worker) =
-                    (client.clone(), base.clone(), token.clone(), worker.clone());
-                tokio::spawn(async move {
-                    let mut ids = Vec::new();
-                    for i in 0.. {
-                        let body = json!({"resource": "worker-genies", "action": "run",
-                            "id": worker, "data": {"round": round, "writer": w, "n": i}});
-                        let Ok(resp) = client
-                            .post(format!("{base}/v1"))
-                            .bearer_auth(&token)
-                            .json(&body)
-                            .send()
-                            .await
-                        else {
-                            break;
-                        };
-                        if resp.status() != 202 {
-                            break;
-                        }
-                        let Ok(v) = resp.json::<Value>().await else {
-                            break;
-                        };
-                        ids.push(v["data"]["run"]["id"].as_str().unwrap().to_string());
-                    }
-                    ids
-                })
+                let worker = worker.clone();
+                tokio::spawn(envelope_writer(
+                    client.clone(),
+                    base.clone(),
+                    token.clone(),
+                    (202, "run"),
+                    move |i| {
+                        json!({"resource": "worker-genies", "action": "run", "id": worker,
+                        "data": {"round": round, "writer": w, "n": i}})
+                    },
+                ))
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(rng.gen_range(30..250))).await;
