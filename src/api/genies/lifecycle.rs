@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::input::{self, CreateGenie};
 use super::settings;
-use super::{CLEANUP_JOB, check_group, load_manageable, lock_genie, reload};
+use super::{CLEANUP_JOB, check_group, load_manageable, lock_genie, phones_of, reload};
 use crate::api::{ActionRequest, Ctx, Reply, parse_uuid, parse_value};
 use crate::app::AppState;
 use crate::db;
@@ -192,10 +192,7 @@ pub(super) async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let _guard = lock_genie(&id).await;
     let row = load_manageable(ctx, &id).await?;
-    let phones = {
-        let id = id.clone();
-        ctx.db().read(move |c| Ok(repo::phones(c, &id)?)).await?
-    };
+    let phones = phones_of(ctx, &id).await?;
     let payload = json!({
         "genie_id": id,
         "agent_id": row.external_agent_id,

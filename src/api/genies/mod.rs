@@ -23,6 +23,7 @@ use crate::app::AppState;
 use crate::db::genies::{self as repo, GenieRow};
 use crate::db::{self, users::Role};
 use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
 
 pub use lifecycle::{create_genie_for, run_cleanup};
 pub use update::sync_agent_documents;
@@ -77,6 +78,21 @@ async fn reload(app: &AppState, id: &str, with_owner: bool) -> ApiResult<Value> 
             None => Err(ApiError::agent_not_found()),
         })
         .await
+}
+
+/// Reads the full object of a genie the caller just changed and announces the change
+/// (`genie.updated` to its owner); returns the object for the reply.
+async fn reload_updated(app: &AppState, id: &str, owner: &str) -> ApiResult<Value> {
+    let genie = reload(app, id, false).await?;
+    app.bus
+        .emit(Event::new("genie.updated", owner, genie.clone()));
+    Ok(genie)
+}
+
+/// The genie's phone numbers.
+async fn phones_of(ctx: &Ctx, id: &str) -> ApiResult<Vec<repo::PhoneRow>> {
+    let id = id.to_string();
+    ctx.db().read(move |c| Ok(repo::phones(c, &id)?)).await
 }
 
 async fn load_manageable(ctx: &Ctx, id: &str) -> ApiResult<GenieRow> {

@@ -3,12 +3,11 @@
 use serde_json::json;
 
 use super::lifecycle::{cleanup_or_queue, phone_unsupported};
-use super::{load_manageable, lock_genie, reload};
+use super::{load_manageable, lock_genie, phones_of, reload_updated};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies::{self as repo, PhoneRow};
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
 
 pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
@@ -17,10 +16,7 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
     if !ctx.app.voice.supports_phone_provisioning() {
         return Err(phone_unsupported(&ctx.app));
     }
-    let existing = {
-        let id = id.clone();
-        ctx.db().read(move |c| Ok(repo::phones(c, &id)?)).await?
-    };
+    let existing = phones_of(ctx, &id).await?;
     if !existing.is_empty() {
         return Err(ApiError::conflict(
             "the genie already has a phone number; release it first",
@@ -62,10 +58,7 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
         cleanup_or_queue(&ctx.app, None, vec![p.external_id]).await;
         return Err(e);
     }
-    let genie = reload(&ctx.app, &id, false).await?;
-    ctx.app
-        .bus
-        .emit(Event::new("genie.updated", &row.user_id, genie.clone()));
+    let genie = reload_updated(&ctx.app, &id, &row.user_id).await?;
     Ok(Reply::ok(json!({"genie": genie}))
         .record(&id)
         .summary(format!(
@@ -78,10 +71,7 @@ pub(super) async fn release_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<R
     let id = req.uuid()?;
     let _guard = lock_genie(&id).await;
     let row = load_manageable(ctx, &id).await?;
-    let phones = {
-        let id = id.clone();
-        ctx.db().read(move |c| Ok(repo::phones(c, &id)?)).await?
-    };
+    let phones = phones_of(ctx, &id).await?;
     if phones.is_empty() {
         return Err(ApiError::not_found("phone number"));
     }
@@ -99,10 +89,7 @@ pub(super) async fn release_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<R
             Ok(())
         })
         .await?;
-    let genie = reload(&ctx.app, &id, false).await?;
-    ctx.app
-        .bus
-        .emit(Event::new("genie.updated", &row.user_id, genie.clone()));
+    let genie = reload_updated(&ctx.app, &id, &row.user_id).await?;
     let numbers: Vec<&str> = phones.iter().map(|p| p.number.as_str()).collect();
     Ok(Reply::ok(json!({"genie": genie}))
         .record(&id)

@@ -4,13 +4,12 @@ use serde_json::json;
 
 use super::input::{self, UpdateGenie};
 use super::settings;
-use super::{check_group, load_manageable, lock_genie, reload};
+use super::{check_group, load_manageable, lock_genie, reload_updated};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::app::AppState;
 use crate::db;
 use crate::db::genies as repo;
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
 use crate::voice::KbDocRef;
 
 /// The knowledge base the provider should hold for a genie: its active documents that
@@ -90,10 +89,7 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             Ok(())
         })
         .await?;
-    let genie = reload(&ctx.app, &id, false).await?;
-    ctx.app
-        .bus
-        .emit(Event::new("genie.updated", &row.user_id, genie.clone()));
+    let genie = reload_updated(&ctx.app, &id, &row.user_id).await?;
     Ok(Reply::ok(json!({"genie": genie}))
         .record(&id)
         .summary(format!("updated genie '{}'", row.name)))
