@@ -462,46 +462,6 @@ impl Typed {
     }
 }
 
-fn pdf_fixture(pages: &[&str]) -> Vec<u8> {
-    use lopdf::content::{Content, Operation};
-    use lopdf::{Document, Object, Stream, dictionary};
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font_id = doc.add_object(
-        dictionary! {"Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica"},
-    );
-    let resources_id = doc.add_object(dictionary! {"Font" => dictionary! {"F1" => font_id}});
-    let mut kids = vec![];
-    for text in pages {
-        let ops = vec![
-            Operation::new("BT", vec![]),
-            Operation::new("Tf", vec!["F1".into(), 12.into()]),
-            Operation::new("Td", vec![50.into(), 600.into()]),
-            Operation::new("Tj", vec![Object::string_literal(*text)]),
-            Operation::new("ET", vec![]),
-        ];
-        let content_id = doc.add_object(Stream::new(
-            dictionary! {},
-            Content { operations: ops }.encode().unwrap(),
-        ));
-        let page_id = doc.add_object(
-            dictionary! {"Type" => "Page", "Parent" => pages_id, "Contents" => content_id},
-        );
-        kids.push(page_id.into());
-    }
-    let n = kids.len() as i64;
-    doc.objects.insert(
-        pages_id,
-        lopdf::Object::Dictionary(dictionary! {"Type" => "Pages", "Kids" => kids, "Count" => n,
-        "Resources" => resources_id, "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()]}),
-    );
-    let catalog_id = doc.add_object(dictionary! {"Type" => "Catalog", "Pages" => pages_id});
-    doc.trailer.set("Root", catalog_id);
-    let mut out = Vec::new();
-    doc.save_to(&mut out).unwrap();
-    out
-}
-
 fn docx_fixture(paragraphs: &[&str], deflate: bool) -> Vec<u8> {
     use std::io::Write;
     let mut buf = std::io::Cursor::new(Vec::new());
@@ -712,15 +672,18 @@ fn seed_corpus() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         (
             "pdf",
             "two-pages.pdf",
-            pdf_fixture(&[
-                "Refunds are issued within 30 days.",
-                "Contact support@example.com",
-            ]),
+            crate::common::fixtures::pdf(
+                None,
+                &[
+                    "Refunds are issued within 30 days.",
+                    "Contact support@example.com",
+                ],
+            ),
         ),
         (
             "pdf",
             "one-page.pdf",
-            pdf_fixture(&["Hello (PDF) \\ world"]),
+            crate::common::fixtures::pdf(None, &["Hello (PDF) \\ world"]),
         ),
         (
             "pdf",

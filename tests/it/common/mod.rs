@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod fakes;
+pub mod fixtures;
 
 use genied::Config;
 use genied::app::AppState;
