@@ -269,21 +269,11 @@ impl Db {
         F: FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
     {
         let pool = self.read.clone();
-        let span = tracing::Span::current();
-        // The closure may use the caller's runtime, as it could under `spawn_blocking`.
-        let rt = tokio::runtime::Handle::try_current().ok();
-        let job = self.readers.handle().spawn_blocking(move || {
-            let _rt = rt.as_ref().map(tokio::runtime::Handle::enter);
-            span.in_scope(|| {
-                let conn = pool.get()?;
-                f(&conn)
-            })
-        });
-        match job.await {
-            Ok(r) => r,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(ApiError::internal(format!("database read: {e}"))),
-        }
+        run_blocking_on(self.readers.handle(), move || {
+            let conn = pool.get()?;
+            f(&conn)
+        })
+        .await
     }
 
     /// Runs `f` inside a `BEGIN IMMEDIATE` transaction on the writer; commits when `f`
@@ -467,8 +457,23 @@ where
     T: Send + 'static,
     F: FnOnce() -> ApiResult<T> + Send + 'static,
 {
+    run_blocking_on(&tokio::runtime::Handle::current(), f).await
+}
+
+/// `run_blocking` on the blocking pool of `pool`'s runtime. The closure still runs in the
+/// caller's runtime context, so it may use the runtime as it could under `spawn_blocking`.
+async fn run_blocking_on<T, F>(pool: &tokio::runtime::Handle, f: F) -> ApiResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> ApiResult<T> + Send + 'static,
+{
     let span = tracing::Span::current();
-    match tokio::task::spawn_blocking(move || span.in_scope(f)).await {
+    let rt = tokio::runtime::Handle::try_current().ok();
+    let job = pool.spawn_blocking(move || {
+        let _rt = rt.as_ref().map(tokio::runtime::Handle::enter);
+        span.in_scope(f)
+    });
+    match job.await {
         Ok(r) => r,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(e) => Err(ApiError::internal(format!("blocking task: {e}"))),
