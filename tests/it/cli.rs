@@ -3,20 +3,21 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
+use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
 use crate::common::*;
+use nix::sys::signal::Signal;
 use reqwest::Method;
 use serde_json::{Value, json};
 
 fn genied(dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_genied"))
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .env_remove("GENIED_DATA_DIR")
-        .output()
-        .expect("run genied")
+    process::output(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(dir)
+            .args(args)
+            .env_remove("GENIED_DATA_DIR"),
+    )
 }
 
 fn stdout(o: &Output) -> String {
@@ -248,47 +249,27 @@ async fn issued_tokens_and_keys_authenticate_against_a_running_service() {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::test]
 async fn first_serve_bootstraps_an_admin_who_can_sign_in() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("fresh");
     let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_genied"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(&data)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Proc::spawn(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(&data)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    let stderr = child.drain_stderr();
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let mut up = false;
-    for _ in 0..200 {
-        if client
-            .get(format!("{base}/readyz"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == 200)
-        {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(up, "serve did not become ready");
+    wait_ready(&mut child, &base).await;
 
     for f in ["jwt.key", "master.key", "initial-admin.txt"] {
         let mode = std::fs::metadata(data.join("secrets").join(f))
@@ -327,13 +308,10 @@ async fn first_serve_bootstraps_an_admin_who_can_sign_in() {
     assert_eq!(me["data"]["profile"]["role"], json!("internal_admin"));
 
     // SIGTERM stops it cleanly; the operator was told once, on stderr.
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "exit: {}", out.status);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    child.signal(Signal::SIGTERM);
+    let status = child.wait(DEADLINE);
+    assert!(status.success(), "exit: {status}");
+    let stderr = String::from_utf8_lossy(&stderr.finish()).into_owned();
     assert_eq!(
         stderr.matches("created the first user").count(),
         1,

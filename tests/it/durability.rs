@@ -5,64 +5,53 @@
 //! route), so the document file store is under the kills too: after the last restart every
 //! acknowledged document is there with its stored original, the pipeline finishes them all,
 //! and `admin check` finds no orphaned or missing file.
+//!
+//! Every wait is for a condition with a generous deadline, and each kill comes at a random
+//! moment after every kind of writer has been acknowledged at least twice, so a busy machine
+//! makes the test slower, not flaky. Each `genied` runs under a `Proc` guard: a failing
+//! assertion kills it too.
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
 
-fn start(data: &std::path::Path, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_genied"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--allow-private-outbound",
-            "--job-poll-ms",
-            "20",
-            "--session-rate-limit-per-minute",
-            "0",
-        ])
-        .arg("--data-dir")
-        .arg(data)
-        .env("GENIED_LOG_LEVEL", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start genied")
-}
+/// How long the pipeline and the worker runs get to finish after the last restart.
+const SETTLE: Duration = Duration::from_secs(180);
 
-async fn wait_ready(client: &reqwest::Client, base: &str) {
-    for _ in 0..400 {
-        if client
-            .get(format!("{base}/readyz"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == 200)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("genied did not become ready");
+fn start(data: &std::path::Path, port: u16) -> Proc {
+    Proc::spawn(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--allow-private-outbound",
+                "--job-poll-ms",
+                "20",
+                "--session-rate-limit-per-minute",
+                "0",
+            ])
+            .arg("--data-dir")
+            .arg(data)
+            .env("GENIED_LOG_LEVEL", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
 }
 
 fn cli(data: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_genied"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = process::output(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(data)
+            .args(args),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -73,12 +62,12 @@ fn cli(data: &std::path::Path, args: &[&str]) -> String {
 
 /// `genied admin check --json`: exit status success, and the report.
 fn admin_check(data: &std::path::Path) -> (bool, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_genied"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(["admin", "check", "--json"])
-        .output()
-        .unwrap();
+    let out = process::output(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(data)
+            .args(["admin", "check", "--json"]),
+    );
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     (out.status.success(), report)
@@ -100,6 +89,7 @@ async fn document_writer(
     round: usize,
     w: usize,
     upload: bool,
+    count: Arc<AtomicUsize>,
 ) -> Vec<AckedDoc> {
     let mut acked = Vec::new();
     for i in 0.. {
@@ -143,6 +133,7 @@ async fn document_writer(
             content,
             marker,
         });
+        count.fetch_add(1, Ordering::Relaxed);
     }
     acked
 }
@@ -169,6 +160,7 @@ async fn envelope_writer(
     base: String,
     token: String,
     (status, member): (u16, &'static str),
+    count: Arc<AtomicUsize>,
     body: impl Fn(u64) -> Value,
 ) -> Vec<String> {
     let mut ids = Vec::new();
@@ -189,6 +181,7 @@ async fn envelope_writer(
             break;
         };
         ids.push(v["data"][member]["id"].as_str().unwrap().to_string());
+        count.fetch_add(1, Ordering::Relaxed);
     }
     ids
 }
@@ -212,8 +205,9 @@ async fn acknowledged_writes_survive_sigkill() {
             "3600",
         ],
     );
+    // Requests to a killed process fail at once; the timeout only bounds a stuck one.
     let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
+        .timeout(DEADLINE)
         .build()
         .unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -227,7 +221,7 @@ async fn acknowledged_writes_survive_sigkill() {
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
         let mut child = start(&data, port);
-        wait_ready(&client, &base).await;
+        wait_ready(&mut child, &base).await;
         if round == 0 {
             let w = envelope(
                 &client,
@@ -241,7 +235,13 @@ async fn acknowledged_writes_survive_sigkill() {
             worker = w["worker_genie"]["id"].as_str().unwrap().to_string();
         }
 
-        // Eight writers create records until the process dies under them.
+        let (records, documents, runs) = Default::default();
+        let counts: [&Arc<AtomicUsize>; 3] = [&records, &documents, &runs];
+        // Eight writers create records until the process dies under them. The endpoints
+        // subscribe to an event this test never causes: subscribed to every event (the
+        // default), the hundreds of endpoints got a delivery (to a closed port, retried with
+        // backoff) for each document and run event, tens of thousands of jobs ahead of the
+        // documents' pipeline jobs in the one job queue, and a busy machine ran out of time.
         let writers: Vec<_> = (0..8)
             .map(|w| {
                 tokio::spawn(envelope_writer(
@@ -249,9 +249,11 @@ async fn acknowledged_writes_survive_sigkill() {
                     base.clone(),
                     token.clone(),
                     (201, "webhook"),
+                    records.clone(),
                     move |i| {
                         json!({"resource": "webhooks", "action": "create",
-                        "data": {"url": format!("http://127.0.0.1:9/r{round}/w{w}/{i}")}})
+                        "data": {"url": format!("http://127.0.0.1:9/r{round}/w{w}/{i}"),
+                                 "event_types": ["lead.created"]}})
                     },
                 ))
             })
@@ -266,6 +268,7 @@ async fn acknowledged_writes_survive_sigkill() {
                     round,
                     w,
                     w % 2 == 1,
+                    documents.clone(),
                 ))
             })
             .collect();
@@ -279,6 +282,7 @@ async fn acknowledged_writes_survive_sigkill() {
                     base.clone(),
                     token.clone(),
                     (202, "run"),
+                    runs.clone(),
                     move |i| {
                         json!({"resource": "worker-genies", "action": "run", "id": worker,
                         "data": {"round": round, "writer": w, "n": i}})
@@ -286,9 +290,18 @@ async fn acknowledged_writes_survive_sigkill() {
                 ))
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(rng.gen_range(30..250))).await;
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        // Kill at a random moment once every kind of writer has had two writes acknowledged
+        // (on a busy machine a fixed delay could pass before any write got through).
+        let end = Instant::now() + DEADLINE;
+        while counts.iter().any(|c| c.load(Ordering::Relaxed) < 2) {
+            assert!(
+                Instant::now() < end,
+                "the writers made no progress within {DEADLINE:?}: {counts:?} acknowledged"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(0..200))).await;
+        child.kill(); // SIGKILL
         for w in writers {
             acked.extend(w.await.unwrap());
         }
@@ -326,7 +339,7 @@ async fn acknowledged_writes_survive_sigkill() {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut child = start(&data, port);
-    wait_ready(&client, &base).await;
+    wait_ready(&mut child, &base).await;
     let list: Value = client
         .post(format!("{base}/v1"))
         .bearer_auth(&token)
@@ -362,7 +375,8 @@ async fn acknowledged_writes_survive_sigkill() {
     // a final status (bounded wait); each is there, completed, findable by its marker word,
     // and its original is in the file store byte for byte.
     let mut docs: std::collections::HashMap<String, Value> = Default::default();
-    for _ in 0..600 {
+    let end = Instant::now() + SETTLE;
+    while Instant::now() < end {
         docs.clear();
         let mut offset = 0;
         loop {
@@ -437,7 +451,8 @@ async fn acknowledged_writes_survive_sigkill() {
     // `running` are failed at start; queued ones run); none stays queued or running.
     let conn = rusqlite::Connection::open(data.join("genied.db")).unwrap();
     let mut runs: std::collections::HashMap<String, String> = Default::default();
-    for _ in 0..600 {
+    let end = Instant::now() + SETTLE;
+    while Instant::now() < end {
         let mut st = conn
             .prepare("SELECT id, status FROM worker_runs WHERE worker_genie_id = ?1")
             .unwrap();
@@ -465,8 +480,7 @@ async fn acknowledged_writes_survive_sigkill() {
         acked_runs.len(),
         runs.len()
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
 
     // No pipeline job is left behind.
     let left: i64 = conn
@@ -506,16 +520,7 @@ async fn admin_check_reports_missing_and_orphaned_document_files() {
     app.run_jobs().await;
     app.shutdown().await;
     let data = app.dir.path().to_path_buf();
-    let run = |data: &std::path::Path| {
-        let out = Command::new(env!("CARGO_BIN_EXE_genied"))
-            .arg("--data-dir")
-            .arg(data)
-            .args(["admin", "check", "--json"])
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        (out.status.success(), v)
-    };
+    let run = admin_check;
     let (ok, report) = run(&data);
     assert!(ok, "{report}");
     assert_eq!(report["missing_files"], json!([]));
@@ -583,12 +588,6 @@ async fn startup_sweeps_unreferenced_document_files() {
         .call(&u.token, "knowledge-base", "get", Some(id), json!({}))
         .await;
     assert_eq!(d.ok(200)["document"]["status"], json!("completed"));
-    let out = Command::new(env!("CARGO_BIN_EXE_genied"))
-        .arg("--data-dir")
-        .arg(app.dir.path())
-        .args(["admin", "check", "--json"])
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(out.status.success(), "{report}");
+    let (ok, report) = admin_check(app.dir.path());
+    assert!(ok, "{report}");
 }

@@ -1,48 +1,14 @@
 //! The public genie page: HTML rendering, HTML 404, headless Chromium rendering the welcome
 //! message, and the text chat recording a `web` conversation (with and without an LLM).
 
-use std::process::Command;
-
 use axum::routing::post;
 use axum::{Json, Router};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
+use crate::common::browser::{Browser, dump_dom};
 use crate::common::*;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn dump_dom(url: &str) -> String {
-    assert!(
-        std::path::Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium); .ci/run installs it"
-    );
-    let profile = tempfile::tempdir().unwrap();
-    let out = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--virtual-time-budget=3000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("--dump-dom")
-        .arg(url)
-        .output()
-        .expect("run chromium");
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// The recorded conversation as its owner reads it through the conversations resource.
 async fn conversation(app: &TestApp, owner: &User, id: &str) -> (String, String, String, Value) {
@@ -336,10 +302,6 @@ async fn the_public_chat_is_rate_limited_per_address() {
 /// conversation is visible to the genie's owner through the conversations resource.
 #[tokio::test]
 async fn the_text_chat_works_in_a_real_browser() {
-    use futures::{SinkExt, StreamExt};
-    use std::io::BufRead;
-    use tokio_tungstenite::tungstenite::Message;
-
     let app = TestApp::spawn().await;
     let owner = app.standard().await;
     insert_genie_with(
@@ -349,125 +311,26 @@ async fn the_text_chat_works_in_a_real_browser() {
         json!({"page_slug": "helper", "web_welcome_message": "Ask me anything"}),
     )
     .await;
-    let profile = tempfile::tempdir().unwrap();
     let page_url = format!("{}/g/helper", app.base);
-    let mut child = std::process::Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-        ])
-        .args([
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--remote-debugging-port=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(&page_url)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("{CHROMIUM} is needed for this test (apt-get install chromium): {e}")
-        });
-    // Chromium prints its DevTools address on stderr.
-    let stderr = child.stderr.take().unwrap();
-    let devtools = tokio::task::spawn_blocking(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if let Some(rest) = line.split("DevTools listening on ").nth(1) {
-                return Some(rest.trim().to_string());
-            }
-        }
-        None
-    })
-    .await
-    .unwrap()
-    .expect("chromium did not report its DevTools address");
-    let http = devtools
-        .trim_start_matches("ws://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
-    // The page target of our URL.
-    let mut ws_url = None;
-    for _ in 0..100 {
-        let targets: Value = reqwest::get(format!("http://{http}/json/list"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        ws_url = targets
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| {
-                t["type"] == "page" && t["url"].as_str().is_some_and(|u| u.starts_with(&page_url))
-            })
-            .map(|t| t["webSocketDebuggerUrl"].as_str().unwrap().to_string());
-        if ws_url.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url.expect("page target"))
-        .await
-        .unwrap();
+    let browser = Browser::launch(&page_url).await;
+    let mut page = browser.page(&page_url).await;
     let script = r#"(async () => {
         const wait = (ms) => new Promise(r => setTimeout(r, ms));
         // The target can exist before the navigation commits: wait for our page, fully loaded.
-        for (let i = 0; i < 400 && !(document.getElementById('start') && document.readyState === 'complete'); i++) await wait(25);
+        // Each wait is for a condition, up to 50 s (the machine may be busy).
+        for (let i = 0; i < 2000 && !(document.getElementById('start') && document.readyState === 'complete'); i++) await wait(25);
         document.getElementById('start').click();
         document.getElementById('message').value = 'Hello from a real browser';
         document.getElementById('chat-form').requestSubmit();
-        for (let i = 0; i < 200 && document.getElementById('log').children.length < 2; i++) await wait(25);
+        for (let i = 0; i < 2000 && document.getElementById('log').children.length < 2; i++) await wait(25);
         return document.getElementById('log').textContent + ' | ' + document.getElementById('status').textContent;
     })()"#;
-    // The page may still be navigating when we attach, which destroys the evaluation's
-    // context: evaluate again (bounded) until it runs in the loaded page.
-    let mut log = String::new();
-    for id in 1..=40 {
-        let call = json!({"id": id, "method": "Runtime.evaluate", "params": {"expression": script, "awaitPromise": true, "returnByValue": true}});
-        ws.send(Message::Text(call.to_string().into()))
-            .await
-            .unwrap();
-        let v = loop {
-            let msg = tokio::time::timeout(std::time::Duration::from_secs(20), ws.next())
-                .await
-                .expect("DevTools answer")
-                .unwrap()
-                .unwrap();
-            let v: Value =
-                serde_json::from_str(msg.to_text().unwrap_or("{}")).unwrap_or(Value::Null);
-            if v["id"] == json!(id) {
-                break v;
-            }
-        };
-        if v["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("context was destroyed"))
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            continue;
-        }
-        assert!(
-            v["result"]["exceptionDetails"].is_null(),
-            "the script failed in the page: {v}"
-        );
-        log = v["result"]["result"]["value"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("no string in {v}"));
-        break;
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    let log = page.evaluate(script).await;
+    let log = log
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("no string in {log}"));
+    drop(browser);
     assert!(log.contains("Hello from a real browser"), "page log: {log}");
     assert!(
         log.to_lowercase().contains("not configured"),

@@ -3,9 +3,11 @@
 //! database files are scanned for the markers.
 
 use std::process::Command;
-use std::time::Duration;
 
+use nix::sys::signal::Signal;
 use serde_json::{Value, json};
+
+use crate::common::process::{self, DEADLINE, Proc, wait_ready};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -16,12 +18,12 @@ fn free_port() -> u16 {
 }
 
 fn cli(data: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_genied"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = process::output(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(data)
+            .args(args),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -64,36 +66,26 @@ async fn markers_appear_nowhere_after_creation() {
     let base = format!("http://127.0.0.1:{port}");
     let log_path = dir.path().join("serve.log");
     let log = std::fs::File::create(&log_path).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_genied"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--allow-private-outbound",
-            "--log-level",
-            "debug",
-            "--log-format",
-            "json",
-        ])
-        .args(["--llm-api-key", "llm-MARKER-b3f1"])
-        .arg("--data-dir")
-        .arg(&data)
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let mut child = Proc::spawn(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--allow-private-outbound",
+                "--log-level",
+                "debug",
+                "--log-format",
+                "json",
+            ])
+            .args(["--llm-api-key", "llm-MARKER-b3f1"])
+            .arg("--data-dir")
+            .arg(&data)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log),
+    );
     let client = reqwest::Client::new();
-    for _ in 0..400 {
-        if client
-            .get(format!("{base}/readyz"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == 200)
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_ready(&mut child, &base).await;
 
     let mut later = String::new(); // every response body after the one that created a secret
     let login: Value = client
@@ -169,11 +161,9 @@ async fn markers_appear_nowhere_after_creation() {
         .await
         .unwrap();
 
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    child.wait().unwrap();
+    // A graceful stop flushes the log.
+    child.signal(Signal::SIGTERM);
+    child.wait(DEADLINE);
 
     let markers = [
         password,

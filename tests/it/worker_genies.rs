@@ -1044,11 +1044,11 @@ async fn master_key_rotation_keeps_every_credential_readable() {
     // The operator command, on the stopped data directory.
     let mut app = app;
     app.shutdown().await;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_genied"))
-        .args(["admin", "rotate-master-key", "--json", "--data-dir"])
-        .arg(app.dir.path())
-        .output()
-        .unwrap();
+    let out = crate::common::process::output(
+        std::process::Command::new(env!("CARGO_BIN_EXE_genied"))
+            .args(["admin", "rotate-master-key", "--json", "--data-dir"])
+            .arg(app.dir.path()),
+    );
     assert!(
         out.status.success(),
         "{}",

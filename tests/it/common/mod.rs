@@ -1,10 +1,14 @@
 //! The test harness: `TestApp::spawn()` starts genied in-process on a free port over a temp
-//! data directory; helpers create users, tokens and keys and make envelope calls.
+//! data directory; helpers create users, tokens and keys and make envelope calls. Child
+//! processes (the real binary, Chromium) start through `process::Proc`, which kills them when
+//! the test ends, however it ends; `browser` drives headless Chromium.
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod fakes;
 pub mod fixtures;
+pub mod process;
 
 use genied::Config;
 use genied::app::AppState;
