@@ -213,6 +213,18 @@ async fn main() -> anyhow::Result<()> {
     let seconds = arg("--seconds", 600);
     let clients = arg("--clients", 4);
     let samples = arg("--samples", 12).max(2);
+    // The server runs in this process, so nothing it starts outlives the soak; but a request
+    // or a graceful shutdown that never ends must not hang CI: past the run time plus two
+    // minutes the process exits with status 1.
+    let limit = Duration::from_secs(seconds + 120);
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!(
+            "soak: not finished {} s after it started; giving up",
+            limit.as_secs()
+        );
+        std::process::exit(1);
+    });
     let dir = tempfile::tempdir()?;
     let mut config = genied::Config::new(dir.path());
     config.rate_limit_per_minute = 0;
@@ -260,7 +272,10 @@ async fn main() -> anyhow::Result<()> {
         errors: AtomicU64::new(0),
     });
     let deadline = Instant::now() + Duration::from_secs(seconds);
-    let http = reqwest::Client::new();
+    // A request that takes this long counts as failed instead of stalling its client.
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()?;
     let mut tasks = Vec::new();
     for c in 0..clients {
         let client = Client {
