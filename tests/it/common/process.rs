@@ -13,6 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{self, Signal};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
 
 /// How long a test waits for a condition before it fails: generous, because the machine may
@@ -27,7 +28,8 @@ const POLL: Duration = Duration::from_millis(10);
 pub struct Proc {
     child: Child,
     name: String,
-    status: Option<ExitStatus>,
+    /// Set once the leader is reaped (and its group killed); `None` inside if reaping failed.
+    reaped: Option<Option<ExitStatus>>,
 }
 
 impl Proc {
@@ -47,7 +49,7 @@ impl Proc {
         Ok(Proc {
             child,
             name,
-            status: None,
+            reaped: None,
         })
     }
 
@@ -81,18 +83,25 @@ impl Proc {
     ///
     /// [`wait`]: Proc::wait
     pub fn signal(&self, sig: Signal) {
-        if self.status.is_none() {
+        if self.reaped.is_none() {
             signal::kill(self.pgid(), sig)
                 .unwrap_or_else(|e| panic!("could not send {sig} to {}: {e}", self.name));
         }
     }
 
-    /// The leader's exit status if it has exited.
+    /// The leader's exit status if it has exited (whatever it left behind in its group is
+    /// killed then).
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            self.status = self.child.try_wait().ok().flatten();
+        if self.reaped.is_none() {
+            // Look without reaping: the exited leader stays a zombie, so its pid (the group
+            // id) cannot be reused before the group is killed.
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+            match waitid(Id::Pid(self.pgid()), flags) {
+                Ok(WaitStatus::StillAlive) => {}
+                _ => self.reap(),
+            }
         }
-        self.status
+        self.reaped.flatten()
     }
 
     /// Waits for the leader to exit. Past `limit` the group is killed and the test fails.
@@ -114,16 +123,19 @@ impl Proc {
     /// SIGKILLs the whole group, reaps the leader and waits (bounded) until no member of the
     /// group is left running. Safe to call more than once.
     pub fn kill(&mut self) {
-        let pgid = self.pgid();
-        // While the leader is unreaped its pid cannot be reused, so the group id is ours; once
-        // reaped, a member still alive keeps the id reserved, and an empty group answers ESRCH.
-        let _ = signal::killpg(pgid, Signal::SIGKILL);
-        if self.status.is_none() {
-            let _ = self.child.kill();
-            self.status = self.child.wait().ok();
+        if self.reaped.is_none() {
+            self.reap();
         }
-        // Members other than the leader are not our children: they are reaped by whoever
-        // adopts them, so wait until none is running (zombies are dead already).
+    }
+
+    /// Kills the group while the unreaped leader still reserves its id (so the signal cannot
+    /// reach a group that reused the number), then reaps the leader and waits for the rest.
+    fn reap(&mut self) {
+        let pgid = self.pgid();
+        let _ = signal::killpg(pgid, Signal::SIGKILL);
+        self.reaped = Some(self.child.wait().ok());
+        // Members other than the leader are not our children: whoever adopts them reaps them,
+        // so wait until none is running (a zombie is dead already).
         let end = Instant::now() + Duration::from_secs(10);
         while !group_members(pgid.as_raw()).is_empty() {
             if Instant::now() >= end {
@@ -134,7 +146,6 @@ impl Proc {
                 );
                 break;
             }
-            let _ = signal::killpg(pgid, Signal::SIGKILL);
             std::thread::sleep(POLL);
         }
     }
@@ -316,8 +327,7 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Output, Strin
         }
         std::thread::sleep(POLL);
     };
-    // Helpers the leader left behind would hold the pipes open.
-    p.kill();
+    // `try_wait` killed what the leader left behind, so nothing holds the pipes open now.
     Ok(Output {
         status,
         stdout: out.finish(),
