@@ -100,8 +100,9 @@ pub fn install_chromium(
         return Ok(p);
     }
     eprintln!(
-        "test harness: Chromium is missing; installing Debian's chromium package \
-         (apt-get update, apt-get install -y chromium), once"
+        "test harness: Chromium is missing; installing Debian's chromium package with {} \
+         (update, install -y chromium), once",
+        apt_get.display()
     );
     for args in [
         &["update", "-qq"][..],
