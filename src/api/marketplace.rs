@@ -155,7 +155,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                     "data.sort must be one of featured, installs, newest, name",
                 ));
             }
-            let search = text("search", b.search, 200)?;
+            let search = super::search_term(b.search, "data.search", super::SEARCH_TERM_MAX)?;
             let category = text("category", b.category, 100)?;
             let mine = b.mine.unwrap_or(false);
             let viewer = uid.clone();

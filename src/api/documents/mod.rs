@@ -129,7 +129,11 @@ async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let scope = scope(ctx, r.admin_mode)?;
     let f = r.filters.unwrap_or_default();
     let mut filter = ListFilter {
-        search: f.search_term.filter(|s| !s.trim().is_empty()),
+        search: super::search_term(
+            f.search_term,
+            "data.filters.searchTerm",
+            super::SEARCH_TERM_MAX,
+        )?,
         ..Default::default()
     };
     filter.public = match f.selected_privacy.as_deref().map(str::trim) {
@@ -430,7 +434,8 @@ pub(crate) struct SearchReq {
 
 async fn search(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let r: SearchReq = req.data()?;
-    let fts = docs::fts_query(&r.query)
+    let query = super::search_term(Some(r.query.clone()), "data.query", 1000)?;
+    let fts = docs::fts_query(query.as_deref().unwrap_or(""))
         .ok_or_else(|| ApiError::validation("data.query must contain at least one word"))?;
     let (limit, _) = page(r.limit, None, 5, 50)?;
     let genie = r

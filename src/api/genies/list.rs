@@ -62,14 +62,12 @@ fn scope(ctx: &Ctx, admin_mode: bool, owner_id: Option<&str>) -> ApiResult<(Scop
 }
 
 fn filter(q: &ListReq) -> ApiResult<ListFilter> {
-    let term = q
-        .filters
-        .search_term
-        .clone()
-        .or_else(|| q.search_term.clone());
-    let search = term
-        .map(|t| t.trim().to_lowercase())
-        .filter(|t| !t.is_empty());
+    let (term, field) = match &q.filters.search_term {
+        Some(t) => (Some(t.clone()), "data.filters.searchTerm"),
+        None => (q.search_term.clone(), "data.searchTerm"),
+    };
+    let search = crate::api::search_term(term, field, crate::api::SEARCH_TERM_MAX)?
+        .map(|t| t.to_lowercase());
     let group_id = q
         .filters
         .group_id
