@@ -74,6 +74,7 @@ fn label(v: &Voice, name: &str) -> Option<String> {
 }
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
+#[schemars(rename = "VoiceFilters")]
 struct Filters {
     language: Option<String>,
     gender: Option<String>,

@@ -105,6 +105,7 @@ pub(crate) async fn record(ctx: &Ctx, d: Document, scope: &Scope) -> ApiResult<V
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentFilters")]
 struct Filters {
     search_term: Option<String>,
     selected_privacy: Option<String>,
@@ -114,6 +115,7 @@ struct Filters {
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentListRequest")]
 pub(crate) struct AllReq {
     limit: Option<i64>,
     offset: Option<i64>,
@@ -189,6 +191,7 @@ async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentGetRequest")]
 pub(crate) struct GetReq {
     admin_mode: Option<bool>,
 }
@@ -209,6 +212,7 @@ async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "DocumentMetaFields")]
 struct MetaFields {
     name: Option<String>,
     is_active: Option<bool>,
@@ -337,6 +341,7 @@ async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentBulkUpdate")]
 pub(crate) struct BulkReq {
     document_ids: Vec<String>,
     updates: MetaFields,
@@ -426,6 +431,7 @@ async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentSearch")]
 pub(crate) struct SearchReq {
     query: String,
     agent_id: Option<String>,

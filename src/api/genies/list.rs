@@ -11,8 +11,9 @@ use crate::db::genies::{self as repo, GenieRow, ListFilter, Scope};
 use crate::db::users::Role;
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "GenieFilters")]
 struct Filters {
     search_term: Option<String>,
     category: Option<String>,
@@ -21,9 +22,10 @@ struct Filters {
 }
 
 /// `list` and `all` data. Other members (REST query leftovers) are ignored.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct ListReq {
+#[schemars(rename = "GenieListRequest")]
+pub(crate) struct ListReq {
     limit: Option<i64>,
     offset: Option<i64>,
     cursor: Option<String>,
@@ -35,9 +37,10 @@ struct ListReq {
     owner_id: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct AdminModeReq {
+#[schemars(rename = "GenieGetRequest")]
+pub(crate) struct AdminModeReq {
     #[serde(default)]
     admin_mode: bool,
 }
