@@ -785,10 +785,10 @@ fn query_params(schemas: &Map<String, Value>, data: &Value) -> Vec<Value> {
     let data = resolve(schemas, data);
     if let Some(props) = data["properties"].as_object() {
         add(props);
-        if let Some(f) = props.get("filters") {
-            if let Some(fp) = resolve(schemas, f)["properties"].as_object() {
-                add(fp);
-            }
+        if let Some(f) = props.get("filters")
+            && let Some(fp) = resolve(schemas, f)["properties"].as_object()
+        {
+            add(fp);
         }
     }
     out
@@ -887,7 +887,7 @@ fn rest_paths(
                 ok_variants.push((weight, status.to_string(), schema));
             }
             // Most specific answer first: a client decoding a union tries them in order.
-            ok_variants.sort_by(|a, b| b.0.cmp(&a.0));
+            ok_variants.sort_by_key(|v| std::cmp::Reverse(v.0));
             for (_, status, schema) in ok_variants {
                 let entry = ok.entry(status).or_insert_with(|| json!({"oneOf": []}));
                 let list = entry["oneOf"].as_array_mut().expect("oneOf");

@@ -386,3 +386,191 @@ async fn rest_query_strings_that_are_not_utf8_are_refused() {
             .err(400, "VALIDATION_ERROR");
     }
 }
+
+/// Exact-match filters, ids, dates and sort keys of every list take the same hostile values:
+/// each is either a bound parameter that matches nothing (200, no records) or refused with
+/// 400 `VALIDATION_ERROR`; never a 5xx, through the envelope and the REST query string.
+#[tokio::test]
+async fn hostile_filter_values_never_reach_sql_as_syntax() {
+    let app = TestApp::spawn_with(|c| c.job_poll_ms = 3_600_000).await;
+    let u = app.standard().await;
+    let agent = insert_genie(&app, &u, "filter agent").await;
+    app.call(
+        &u.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": agent, "name": "Bo"}),
+    )
+    .await
+    .ok(201);
+    // (resource, action, member path under data, REST route, key of the records).
+    let filters: &[(&str, &str, &[&str], &str, &str)] = &[
+        ("leads", "all", &["filters", "status"], "/v1/leads", "leads"),
+        (
+            "leads",
+            "all",
+            &["filters", "priority"],
+            "/v1/leads",
+            "leads",
+        ),
+        (
+            "leads",
+            "all",
+            &["filters", "agentId"],
+            "/v1/leads",
+            "leads",
+        ),
+        (
+            "leads",
+            "stats",
+            &["filters", "dateRange"],
+            "/v1/leads",
+            "stats",
+        ),
+        (
+            "genies",
+            "list",
+            &["filters", "category"],
+            "/v1/genies",
+            "genies",
+        ),
+        (
+            "genies",
+            "list",
+            &["filters", "groupId"],
+            "/v1/genies",
+            "genies",
+        ),
+        (
+            "knowledge-base",
+            "all",
+            &["filters", "selectedPrivacy"],
+            "/v1/knowledge-base",
+            "documents",
+        ),
+        (
+            "knowledge-base",
+            "all",
+            &["filters", "selectedType"],
+            "/v1/knowledge-base",
+            "documents",
+        ),
+        (
+            "knowledge-base",
+            "all",
+            &["filters", "folderId"],
+            "/v1/knowledge-base",
+            "documents",
+        ),
+        (
+            "marketplace",
+            "all",
+            &["category"],
+            "/v1/marketplace",
+            "listings",
+        ),
+        (
+            "marketplace",
+            "all",
+            &["sort"],
+            "/v1/marketplace",
+            "listings",
+        ),
+        (
+            "conversations",
+            "all",
+            &["status"],
+            "/v1/conversations",
+            "conversations",
+        ),
+        (
+            "conversations",
+            "all",
+            &["channel"],
+            "/v1/conversations",
+            "conversations",
+        ),
+        (
+            "conversations",
+            "all",
+            &["genieId"],
+            "/v1/conversations",
+            "conversations",
+        ),
+        (
+            "conversations",
+            "all",
+            &["from"],
+            "/v1/conversations",
+            "conversations",
+        ),
+        (
+            "activities",
+            "all",
+            &["filters", "resource"],
+            "/v1/activities",
+            "activities",
+        ),
+        (
+            "activities",
+            "all",
+            &["filters", "action"],
+            "/v1/activities",
+            "activities",
+        ),
+        (
+            "activities",
+            "all",
+            &["filters", "to"],
+            "/v1/activities",
+            "activities",
+        ),
+        ("voices", "list", &["language"], "/v1/voices", "voices"),
+        ("qr-code", "all", &["genie_id"], "/v1/qr-code", "qr_codes"),
+    ];
+    let long = "y".repeat(5000);
+    let values: Vec<&str> = LITERAL
+        .iter()
+        .chain(REFUSED)
+        .copied()
+        .chain([long.as_str(), "new' OR '1'='1", "1; DELETE FROM leads"])
+        .collect();
+    let before = app.count("leads").await;
+    for (resource, action, path, route, key) in filters {
+        let member = path.last().unwrap();
+        for v in &values {
+            let mut data = json!({});
+            let mut at = &mut data;
+            for p in &path[..path.len() - 1] {
+                at = &mut at[*p];
+                *at = json!({});
+            }
+            at[*member] = json!(v);
+            let envelope = app.call(&u.token, resource, action, None, data).await;
+            let rest = app
+                .request(
+                    Method::GET,
+                    &rest_path(route, member, v),
+                    Some(&u.token),
+                    None,
+                )
+                .await;
+            for (how, r) in [("envelope", &envelope), ("REST", &rest)] {
+                match r.status {
+                    200 => {
+                        // A value no record has finds nothing (stats: counts nothing).
+                        let found = &r.body["data"][*key];
+                        let none = found.as_array().is_some_and(|a| a.is_empty())
+                            || found["total"] == 0
+                            || *key == "voices";
+                        assert!(none, "{how} {resource} {member}={v:?} found {found}");
+                    }
+                    400 => assert_eq!(r.code(), "VALIDATION_ERROR", "{how} {resource} {member}"),
+                    s => panic!("{how} {resource} {action} {member}={v:?}: {s} {}", r.body),
+                }
+            }
+        }
+    }
+    assert_eq!(app.count("leads").await, before);
+}

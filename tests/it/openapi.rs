@@ -338,7 +338,7 @@ fn operation<'a>(doc: &'a Value, path: &str, method: &str) -> &'a Value {
 }
 
 /// The schema an operation documents for `status`.
-fn response_schema<'a>(op: &'a Value, status: u16) -> &'a Value {
+fn response_schema(op: &Value, status: u16) -> &Value {
     let r = &op["responses"][status.to_string()];
     assert!(
         r.is_object(),
