@@ -3,7 +3,11 @@
 //! Request schemas come from the handlers' own typed requests (`#[derive(JsonSchema)]` next
 //! to `#[derive(Deserialize)]`), so a changed member changes the document. `ACTIONS` is the
 //! one table of every envelope action; `tests/it/openapi.rs` probes the dispatcher so an
-//! action the server accepts but the table lacks fails the suite.
+//! action the server accepts but the table lacks fails the suite. Answers are described in
+//! `records` (written by hand, since replies are built with `json!`) and checked against real
+//! answers by the tests and by the generated client of `tests/client/check.sh`; the document
+//! is shaped for typed-client generators: no boolean schemas, one name per model, one
+//! operation per REST route and action.
 
 use std::sync::OnceLock;
 
