@@ -22,6 +22,7 @@ pub(crate) struct ListActivities {
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ActivityFilters")]
 struct Filters {
     resource: Option<String>,
     action: Option<String>,

@@ -22,6 +22,7 @@ use crate::voice::{ConversationDetail, Turn};
 pub const REPORT_JOB: &str = "conversation.report";
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
+#[schemars(rename = "ConversationListRequest")]
 pub(crate) struct ListReq {
     limit: Option<i64>,
     offset: Option<i64>,
@@ -41,6 +42,7 @@ pub(crate) struct ListReq {
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "ConversationTurn")]
 struct TurnIn {
     role: String,
     message: Option<String>,
@@ -51,6 +53,7 @@ struct TurnIn {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ConversationCreate")]
 pub(crate) struct CreateReq {
     #[serde(rename = "genieId", alias = "genie_id", alias = "agentId")]
     genie_id: String,
@@ -69,18 +72,21 @@ pub(crate) struct CreateReq {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ConversationUpdate")]
 pub(crate) struct UpdateReq {
     metadata: Option<Value>,
     tags: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
+#[schemars(rename = "ConversationSync")]
 pub(crate) struct SyncReq {
     #[serde(rename = "genieId", alias = "genie_id", alias = "agentId")]
     genie_id: Option<String>,
 }
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
+#[schemars(rename = "ConversationAnalyze")]
 pub(crate) struct AnalyzeReq {
     #[serde(rename = "createLead", alias = "create_lead")]
     create_lead: Option<bool>,

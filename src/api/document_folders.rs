@@ -12,6 +12,7 @@ use crate::error::{ApiError, ApiResult};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "FolderCreate")]
 pub(crate) struct CreateReq {
     name: String,
     #[serde(alias = "parentId")]
@@ -20,6 +21,7 @@ pub(crate) struct CreateReq {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "FolderUpdate")]
 pub(crate) struct UpdateReq {
     name: Option<String>,
     #[serde(default, alias = "parentId", deserialize_with = "nullable")]

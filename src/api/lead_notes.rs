@@ -48,6 +48,7 @@ pub(crate) struct UpdateNote {
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "LeadNoteReorder")]
 pub(crate) struct Reorder {
     #[serde(alias = "lead_id", rename = "leadId")]
     lead_id: Option<Value>,

@@ -294,10 +294,11 @@ async fn filter(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Filter> {
             })
             .await?;
     }
-    let search = f
-        .search_term
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
+    let search = super::search_term(
+        f.search_term,
+        "data.filters.searchTerm",
+        super::SEARCH_TERM_MAX,
+    )?;
     Ok(Filter {
         scope,
         agent_ids,

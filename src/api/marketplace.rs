@@ -14,9 +14,10 @@ use crate::db::{
 };
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Publish {
+#[schemars(rename = "MarketplacePublish")]
+pub(crate) struct Publish {
     #[serde(alias = "genieId")]
     genie_id: String,
     name: Option<String>,
@@ -25,8 +26,9 @@ struct Publish {
     tags: Option<Vec<String>>,
 }
 
-#[derive(Deserialize, Default)]
-struct BrowseIn {
+#[derive(Deserialize, Default, schemars::JsonSchema)]
+#[schemars(rename = "MarketplaceBrowse")]
+pub(crate) struct BrowseIn {
     #[serde(alias = "searchTerm")]
     search: Option<String>,
     category: Option<String>,
@@ -39,25 +41,31 @@ struct BrowseIn {
     offset: Option<i64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Update {
+#[schemars(rename = "MarketplaceUpdate")]
+pub(crate) struct Update {
     name: Option<String>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     description: Option<Option<String>>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     category: Option<Option<String>>,
     tags: Option<Vec<String>>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     system_prompt: Option<Option<String>>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     first_message: Option<Option<String>>,
     status: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Install {
+#[schemars(rename = "MarketplaceInstall")]
+pub(crate) struct Install {
     name: Option<String>,
 }
 
@@ -155,7 +163,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                     "data.sort must be one of featured, installs, newest, name",
                 ));
             }
-            let search = text("search", b.search, 200)?;
+            let search = super::search_term(b.search, "data.search", super::SEARCH_TERM_MAX)?;
             let category = text("category", b.category, 100)?;
             let mine = b.mine.unwrap_or(false);
             let viewer = uid.clone();

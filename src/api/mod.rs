@@ -171,6 +171,31 @@ pub fn parse_uuid(s: &str, field: &str) -> ApiResult<String> {
         .map_err(|_| ApiError::validation(format!("{field} must be a UUID")))
 }
 
+/// Longest free-text search term accepted (characters); longer terms are a client bug or an
+/// attempt to make the database work hard.
+pub const SEARCH_TERM_MAX: usize = 200;
+
+/// A free-text search term, matched as literal text everywhere (FTS5 syntax, LIKE wildcards
+/// and quotes have no special meaning): trimmed, empty means no filter. Control characters
+/// (NUL included) cannot be typed into a search box and make FTS5 fail, so they are refused,
+/// as are terms over `max` characters; the error names `field`.
+pub fn search_term(v: Option<String>, field: &str, max: usize) -> ApiResult<Option<String>> {
+    let Some(t) = v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    if t.chars().any(char::is_control) {
+        return Err(ApiError::validation(format!(
+            "{field} must not contain control characters"
+        )));
+    }
+    if t.chars().count() > max {
+        return Err(ApiError::validation(format!(
+            "{field} must be at most {max} characters"
+        )));
+    }
+    Ok(Some(t))
+}
+
 /// Validates `limit`/`offset`: `limit` in 1..=max (default `default`), `offset` ≥ 0.
 pub fn page(
     limit: Option<i64>,

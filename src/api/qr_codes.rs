@@ -11,6 +11,7 @@ use crate::error::{ApiError, ApiResult};
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "QrCodeListRequest")]
 pub(crate) struct All {
     #[serde(alias = "genieId")]
     genie_id: Option<String>,
@@ -21,6 +22,7 @@ pub(crate) struct All {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "QrCodeCreate")]
 pub(crate) struct Create {
     #[serde(alias = "genieId")]
     genie_id: String,
@@ -29,6 +31,7 @@ pub(crate) struct Create {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "QrCodeIncrement")]
 pub(crate) struct Increment {
     count: Option<i64>,
 }

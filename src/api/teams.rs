@@ -14,6 +14,7 @@ use crate::error::{ApiError, ApiResult};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "TeamName")]
 pub(crate) struct Named {
     name: String,
 }
@@ -27,6 +28,7 @@ pub(crate) struct Invite {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "TeamInvitationToken")]
 pub(crate) struct Token {
     token: String,
 }

@@ -13,6 +13,7 @@ use crate::error::{ApiError, ApiResult};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "VoiceCollectionCreate")]
 pub(crate) struct Create {
     name: String,
     description: Option<String>,
@@ -22,6 +23,7 @@ pub(crate) struct Create {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "VoiceCollectionUpdate")]
 pub(crate) struct Update {
     name: Option<String>,
     #[serde(default, deserialize_with = "double_option::deserialize")]
@@ -38,6 +40,7 @@ pub(crate) struct VoiceRef {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "VoiceCollectionReorder")]
 pub(crate) struct Reorder {
     #[serde(default, alias = "voiceIds")]
     voice_ids: Option<Vec<String>>,

@@ -74,6 +74,7 @@ fn label(v: &Voice, name: &str) -> Option<String> {
 }
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
+#[schemars(rename = "VoiceFilters")]
 struct Filters {
     language: Option<String>,
     gender: Option<String>,
@@ -148,7 +149,11 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 gender: f.gender.or(t.gender),
                 accent: f.accent.or(t.accent),
                 use_case: f.use_case.or(t.use_case),
-                search: f.search.or(t.search),
+                search: super::search_term(
+                    f.search.or(t.search),
+                    "data.search",
+                    super::SEARCH_TERM_MAX,
+                )?,
                 favorites_only: f.favorites_only.or(t.favorites_only),
             };
             let favs = ctx

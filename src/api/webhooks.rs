@@ -9,26 +9,33 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 use crate::webhooks;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateWebhook {
+#[schemars(rename = "WebhookCreate")]
+pub(crate) struct CreateWebhook {
     url: String,
     description: Option<String>,
     event_types: Option<Vec<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateWebhook {
+#[schemars(rename = "WebhookUpdate")]
+pub(crate) struct UpdateWebhook {
     url: Option<String>,
-    #[serde(default, with = "super::profiles::double_option")]
+    #[serde(
+        default,
+        deserialize_with = "super::profiles::double_option::deserialize"
+    )]
+    #[schemars(with = "Option<String>")]
     description: Option<Option<String>>,
     event_types: Option<Vec<String>>,
     is_active: Option<bool>,
 }
 
-#[derive(Deserialize, Default)]
-struct Paging {
+#[derive(Deserialize, Default, schemars::JsonSchema)]
+#[schemars(rename = "WebhookPaging")]
+pub(crate) struct Paging {
     limit: Option<i64>,
     offset: Option<i64>,
 }

@@ -169,18 +169,19 @@ pub fn browse(c: &Connection, b: &Browse) -> rusqlite::Result<(Vec<Listing>, i64
         Scope::Mine(u) => ("l.user_id = ?1", Some(u)),
         Scope::All => ("1 = 1", None),
     };
+    // LIKE folds ASCII case itself; lower-casing the term in Rust as well would fold
+    // non-ASCII letters that SQLite's lower() leaves alone, so `Ä` would never match `Ä`.
     let pattern = b.search.as_ref().map(|s| {
         format!(
             "%{}%",
-            s.to_lowercase()
-                .replace('\\', "\\\\")
+            s.replace('\\', "\\\\")
                 .replace('%', "\\%")
                 .replace('_', "\\_")
         )
     });
     let where_sql = format!(
         "WHERE {scope_sql} AND (?2 IS NULL OR lower(l.name) LIKE ?2 ESCAPE '\\' OR lower(COALESCE(l.description, '')) LIKE ?2 ESCAPE '\\'
-                                OR lower(l.tags) LIKE ?2 ESCAPE '\\')
+                                OR EXISTS (SELECT 1 FROM json_each(l.tags) t WHERE t.value LIKE ?2 ESCAPE '\\'))
            AND (?3 IS NULL OR lower(l.category) = lower(?3)) AND (?1 IS NULL OR ?1 = ?1)"
     );
     let order = match b.sort {

@@ -31,6 +31,25 @@ const NOT_FILTERS: &[&str] = &[
 /// `?limit=10&status=new&agentIds=a&agentIds=b` → `{limit: 10, status: "new", agentIds: [..],
 /// filters: {status: "new", agentIds: [..]}}`.
 pub fn query_to_data(query: Option<&str>) -> ApiResult<Value> {
+    // serde_urlencoded turns bytes that are not UTF-8 into U+FFFD, so a search for `%FF`
+    // would quietly become a search for `�`; such a member is refused instead.
+    for pair in query.unwrap_or("").split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let decode = |s: &str| {
+            let plus = s.replace('+', " ");
+            percent_encoding::percent_decode_str(&plus)
+                .decode_utf8()
+                .map(|c| c.into_owned())
+        };
+        let key = decode(key).map_err(|_| {
+            ApiError::validation("query string: a parameter name is not valid UTF-8")
+        })?;
+        if decode(value).is_err() {
+            return Err(ApiError::validation(format!(
+                "query string: {key} is not valid UTF-8"
+            )));
+        }
+    }
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))
         .map_err(|e| ApiError::validation(format!("query string: {e}")))?;
     let mut data = Map::new();

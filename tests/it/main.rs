@@ -16,6 +16,7 @@ mod fuzz_smoke;
 mod genie_groups;
 mod genies;
 mod harness;
+mod hostile_input;
 mod isolation;
 mod lead_notes;
 mod leads;

@@ -86,6 +86,7 @@ async fn document_is_served_without_auth_and_is_complete() {
     assert_eq!(one_of.len(), ACTIONS.len());
     let mut seen = BTreeSet::new();
     for (env, act) in one_of.iter().zip(ACTIONS) {
+        let env = resolve(doc, env);
         assert_eq!(env["properties"]["resource"]["const"], act.resource);
         assert_eq!(env["properties"]["action"]["const"], act.action);
         let required: Vec<&str> = env["required"]
@@ -125,6 +126,7 @@ async fn document_is_served_without_auth_and_is_complete() {
     let data_of = |res: &str, act: &str| {
         let env = one_of
             .iter()
+            .map(|e| resolve(doc, e))
             .find(|e| {
                 e["properties"]["resource"]["const"] == res
                     && e["properties"]["action"]["const"] == act
@@ -244,7 +246,7 @@ async fn closed_request_schemas_are_enforced() {
         .iter()
         .zip(ACTIONS)
     {
-        let data = resolve(doc, &env["properties"]["data"]);
+        let data = resolve(doc, &resolve(doc, env)["properties"]["data"]);
         if act.id != Id::No || data["additionalProperties"] != false {
             continue;
         }
@@ -262,4 +264,539 @@ async fn closed_request_schemas_are_enforced() {
     }
     assert!(checked >= 10, "only {checked} closed schemas checked");
     assert_eq!(app.count("activities").await, before);
+}
+
+/// Checks `value` against `schema` (the subset of JSON Schema the document uses: `$ref`,
+/// `type`, `const`, `enum`, `required`, `properties`, `items`, `oneOf`/`anyOf`).
+fn conforms(doc: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+    let schema = resolve(doc, schema);
+    if let Some(c) = schema.get("const")
+        && c != value
+    {
+        return Err(format!("{at}: {value} is not the const {c}"));
+    }
+    if let Some(e) = schema["enum"].as_array()
+        && !e.contains(value)
+    {
+        return Err(format!("{at}: {value} is not one of {e:?}"));
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(alts) = schema[key].as_array() {
+            let errs: Vec<String> = alts
+                .iter()
+                .filter_map(|a| conforms(doc, a, value, at).err())
+                .collect();
+            if errs.len() == alts.len() {
+                return Err(format!("{at}: no {key} alternative fits: {errs:?}"));
+            }
+        }
+    }
+    let fits = |ty: &str| match ty {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        _ => false,
+    };
+    let ok = match &schema["type"] {
+        Value::String(t) => fits(t),
+        Value::Array(ts) => ts.iter().any(|t| fits(t.as_str().unwrap())),
+        _ => true,
+    };
+    if !ok {
+        return Err(format!("{at}: {value} is not of type {}", schema["type"]));
+    }
+    if let Some(obj) = value.as_object() {
+        for r in schema["required"].as_array().into_iter().flatten() {
+            let r = r.as_str().unwrap();
+            if !obj.contains_key(r) {
+                return Err(format!("{at}: required member {r} missing"));
+            }
+        }
+        for (k, s) in schema["properties"].as_object().into_iter().flatten() {
+            if let Some(v) = obj.get(k) {
+                conforms(doc, s, v, &format!("{at}.{k}"))?;
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in arr.iter().enumerate() {
+            conforms(doc, items, v, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The REST operation of an action: (path, method).
+fn operation<'a>(doc: &'a Value, path: &str, method: &str) -> &'a Value {
+    let op = &doc["paths"][path][method];
+    assert!(op.is_object(), "no {method} {path}");
+    op
+}
+
+/// The schema an operation documents for `status`.
+fn response_schema(op: &Value, status: u16) -> &Value {
+    let r = &op["responses"][status.to_string()];
+    assert!(
+        r.is_object(),
+        "status {status} not documented on {}",
+        op["operationId"]
+    );
+    &r["content"]["application/json"]["schema"]
+}
+
+/// Real answers of the main actions fit the response schema their REST operation documents,
+/// with the documented success status; the typed records carry their members.
+#[tokio::test]
+async fn responses_match_their_documented_schemas() {
+    let app = TestApp::spawn_with(|c| c.job_poll_ms = 3_600_000).await;
+    let u = app.standard().await;
+    let doc = genied::http::openapi::document();
+    let t = &u.token;
+    let mut checked = 0;
+    let mut check = |label: &str, op: &Value, resp: &Resp| {
+        let schema = response_schema(op, resp.status);
+        if let Err(e) = conforms(doc, schema, &resp.body, "$") {
+            panic!("{label}: {e}\nbody: {}", resp.body);
+        }
+        assert_ne!(
+            schema["$ref"], "#/components/schemas/Success",
+            "{label}: answer not typed"
+        );
+        checked += 1;
+    };
+    let post = |p: &str| operation(doc, p, "post");
+
+    let r = app
+        .call(
+            t,
+            "genies",
+            "create",
+            None,
+            json!({"genieName": "Typed", "category": "Sales"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    check("genies create", post("/v1/genies"), &r);
+    let gid = r.body["data"]["genie"]["id"].as_str().unwrap().to_string();
+    let r = app
+        .request(Method::GET, &format!("/v1/genies/{gid}"), Some(t), None)
+        .await;
+    check("genies get", operation(doc, "/v1/genies/{id}", "get"), &r);
+    let r = app.request(Method::GET, "/v1/genies", Some(t), None).await;
+    check("genies list", operation(doc, "/v1/genies", "get"), &r);
+    let r = app.call(t, "genies", "all", None, json!({})).await;
+    check("genies all", post("/v1/genies"), &r);
+
+    let r = app
+        .call(
+            t,
+            "knowledge-base",
+            "create",
+            None,
+            json!({"title": "Doc", "content": "Body text."}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    check("documents create", post("/v1/knowledge-base"), &r);
+    let did = r.body["data"]["document"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.run_jobs().await;
+    let r = app
+        .request(
+            Method::GET,
+            &format!("/v1/knowledge-base/{did}"),
+            Some(t),
+            None,
+        )
+        .await;
+    check(
+        "documents get",
+        operation(doc, "/v1/knowledge-base/{id}", "get"),
+        &r,
+    );
+    let r = app
+        .request(Method::GET, "/v1/knowledge-base", Some(t), None)
+        .await;
+    check(
+        "documents list",
+        operation(doc, "/v1/knowledge-base", "get"),
+        &r,
+    );
+
+    let r = app
+        .call(
+            t,
+            "leads",
+            "create",
+            None,
+            json!({"agent_id": gid, "name": "Ann", "address": {"city": "Rome"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    check("leads create", post("/v1/leads"), &r);
+    let lid = r.body["data"]["lead"]["id"].as_i64().unwrap();
+    for action in ["all", "list", "stats"] {
+        let r = app.call(t, "leads", action, None, json!({})).await;
+        check(&format!("leads {action}"), post("/v1/leads"), &r);
+    }
+    let r = app
+        .request(Method::GET, &format!("/v1/leads/{lid}"), Some(t), None)
+        .await;
+    check("leads get", operation(doc, "/v1/leads/{id}", "get"), &r);
+    let r = app
+        .call(
+            t,
+            "leads",
+            "log",
+            Some(json!(lid)),
+            json!({"type": "call", "description": "rang"}),
+        )
+        .await;
+    check("leads log", post("/v1/leads/{id}/log"), &r);
+    let r = app
+        .call(t, "leads", "getLogs", Some(json!(lid)), json!({}))
+        .await;
+    check("leads getLogs", post("/v1/leads/{id}/getLogs"), &r);
+
+    let r = app
+        .call(t, "api-keys", "create", None, json!({"name": "k"}))
+        .await;
+    check("api-keys create", post("/v1/api-keys"), &r);
+    let kid = r.body["data"]["api_key"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = app
+        .request(Method::GET, "/v1/api-keys", Some(t), None)
+        .await;
+    check("api-keys list", operation(doc, "/v1/api-keys", "get"), &r);
+    let r = app
+        .request(
+            Method::PATCH,
+            &format!("/v1/api-keys/{kid}"),
+            Some(t),
+            Some(json!({})),
+        )
+        .await;
+    check(
+        "api-keys revoke",
+        operation(doc, "/v1/api-keys/{id}", "patch"),
+        &r,
+    );
+
+    let r = app
+        .call(
+            t,
+            "worker-genies",
+            "create",
+            None,
+            json!({"name": "W", "soul_prompt": "Summarise."}),
+        )
+        .await;
+    check("worker-genies create", post("/v1/worker-genies"), &r);
+    let wid = r.body["data"]["worker_genie"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = app
+        .call(t, "worker-genies", "run", Some(json!(wid)), json!({}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    check("worker-genies run", post("/v1/worker-genies/{id}/run"), &r);
+    let r = app
+        .request(Method::GET, "/v1/worker-genies", Some(t), None)
+        .await;
+    check(
+        "worker-genies list",
+        operation(doc, "/v1/worker-genies", "get"),
+        &r,
+    );
+    let r = app.call(t, "worker-genies", "runs", None, json!({})).await;
+    check("worker-genies runs", post("/v1/worker-genies"), &r);
+    let r = app
+        .call(
+            t,
+            "worker-genies",
+            "store-credential",
+            None,
+            json!({"name": "crm", "credential_type": "bearer_token", "value": "s3cr3t-value"}),
+        )
+        .await;
+    check("store-credential", post("/v1/worker-genies"), &r);
+    let r = app
+        .call(t, "worker-genies", "list-credentials", None, json!({}))
+        .await;
+    check("list-credentials", post("/v1/worker-genies"), &r);
+
+    let r = app
+        .call(t, "qr-code", "create", None, json!({"genie_id": gid}))
+        .await;
+    check("qr-code create", post("/v1/qr-code"), &r);
+    let r = app.request(Method::GET, "/v1/qr-code", Some(t), None).await;
+    check("qr-code list", operation(doc, "/v1/qr-code", "get"), &r);
+
+    let r = app
+        .call(
+            t,
+            "conversations",
+            "create",
+            None,
+            json!({"genieId": gid, "transcript": [{"role": "user", "message": "hi"}]}),
+        )
+        .await;
+    check("conversations create", post("/v1/conversations"), &r);
+    let cid = r.body["data"]["conversation"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = app
+        .request(
+            Method::GET,
+            &format!("/v1/conversations/{cid}"),
+            Some(t),
+            None,
+        )
+        .await;
+    check(
+        "conversations get",
+        operation(doc, "/v1/conversations/{id}", "get"),
+        &r,
+    );
+
+    let r = app
+        .request(
+            Method::DELETE,
+            &format!("/v1/knowledge-base/{did}"),
+            Some(t),
+            None,
+        )
+        .await;
+    check(
+        "documents delete",
+        operation(doc, "/v1/knowledge-base/{id}", "delete"),
+        &r,
+    );
+    let r = app
+        .request(Method::DELETE, &format!("/v1/genies/{gid}"), Some(t), None)
+        .await;
+    check(
+        "genies delete",
+        operation(doc, "/v1/genies/{id}", "delete"),
+        &r,
+    );
+    assert_eq!(checked, 29, "answers checked");
+}
+
+/// The statuses an operation really answers are documented on it: login's 401, the 201 of a
+/// create, the 202 of a queued run, 404 of an absent record, 413 of an oversized body.
+#[tokio::test]
+async fn operations_document_the_statuses_they_answer() {
+    let app = TestApp::spawn_with(|c| c.job_poll_ms = 3_600_000).await;
+    let u = app.standard().await;
+    let doc = genied::http::openapi::document();
+    let documented = |path: &str, method: &str, resp: &Resp| {
+        let op = operation(doc, path, method);
+        let schema = response_schema(op, resp.status);
+        conforms(doc, schema, &resp.body, "$")
+            .unwrap_or_else(|e| panic!("{method} {path} {}: {e}", resp.status));
+    };
+
+    let r = app
+        .request(
+            Method::POST,
+            "/v1/auth/login",
+            None,
+            Some(json!({"email": u.email, "password": "not the password"})),
+        )
+        .await;
+    r.err(401, "INVALID_CREDENTIALS");
+    documented("/v1/auth/login", "post", &r);
+    let r = app
+        .request(
+            Method::POST,
+            "/v1/auth/login",
+            None,
+            Some(json!({"email": 1})),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    documented("/v1/auth/login", "post", &r);
+    let r = app
+        .request(
+            Method::POST,
+            "/v1/auth/refresh",
+            None,
+            Some(json!({"refresh_token": "nope"})),
+        )
+        .await;
+    assert_eq!(r.status, 401);
+    documented("/v1/auth/refresh", "post", &r);
+    let r = app
+        .request(Method::POST, "/v1/auth/logout", None, None)
+        .await;
+    assert_eq!(r.status, 401);
+    documented("/v1/auth/logout", "post", &r);
+
+    let absent = "/v1/genies/00000000-0000-4000-8000-000000000000";
+    let r = app.request(Method::GET, absent, Some(&u.token), None).await;
+    assert_eq!(r.status, 404);
+    documented("/v1/genies/{id}", "get", &r);
+    let r = app
+        .request(Method::GET, "/v1/genies/not-a-uuid", Some(&u.token), None)
+        .await;
+    r.err(400, "VALIDATION_ERROR");
+    documented("/v1/genies/{id}", "get", &r);
+    let r = app.request(Method::GET, "/v1/genies", None, None).await;
+    r.err(401, "UNAUTHORIZED");
+    documented("/v1/genies", "get", &r);
+    let big = "x".repeat(app.state.config.max_body_bytes + 1);
+    let r = app
+        .request(
+            Method::POST,
+            "/v1/genies",
+            Some(&u.token),
+            Some(json!({"action": "create", "data": {"genieName": big}})),
+        )
+        .await;
+    r.err(413, "PAYLOAD_TOO_LARGE");
+    documented("/v1/genies", "post", &r);
+    let r = app
+        .call(&u.token, "leads", "all", None, json!({"adminMode": true}))
+        .await;
+    r.err(403, "FORBIDDEN");
+    documented("/v1/leads", "post", &r);
+
+    // Every REST operation of an action documents the common errors, and its success status
+    // agrees with what the table says the action answers.
+    let mut ops = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if !path.starts_with("/v1/")
+            || path.contains("{resource}")
+            || path.starts_with("/v1/auth")
+            || path == "/v1/openapi.json"
+        {
+            continue;
+        }
+        for (method, op) in item.as_object().unwrap() {
+            for s in ["400", "401", "403", "404", "429", "500"] {
+                assert!(op["responses"][s].is_object(), "{method} {path} lacks {s}");
+            }
+            let body = op.get("requestBody").is_some();
+            assert_eq!(
+                op["responses"]["413"].is_object(),
+                body,
+                "{method} {path} 413"
+            );
+            ops += 1;
+        }
+    }
+    assert!(ops > 100, "only {ops} REST operations");
+    assert!(doc["paths"]["/v1/worker-genies/{id}/run"]["post"]["responses"]["202"].is_object());
+    assert!(doc["paths"]["/v1/api-keys"]["post"]["responses"]["201"].is_object());
+}
+
+/// What typed-client generators need: no boolean schemas, unique model and operation names.
+#[tokio::test]
+async fn document_suits_typed_client_generators() {
+    let doc = genied::http::openapi::document();
+    fn walk(v: &Value, at: &str, bad: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let schema_list =
+                        matches!(k.as_str(), "oneOf" | "anyOf" | "allOf" | "prefixItems");
+                    let schema_slot = matches!(k.as_str(), "items" | "not" | "contains");
+                    if schema_slot && x.is_boolean() {
+                        bad.push(format!("{at}.{k}"));
+                    }
+                    if schema_list {
+                        for (i, a) in x.as_array().into_iter().flatten().enumerate() {
+                            if a.is_boolean() {
+                                bad.push(format!("{at}.{k}[{i}]"));
+                            }
+                        }
+                    }
+                    if k == "properties" || k == "$defs" || k == "patternProperties" {
+                        for (p, s) in x.as_object().into_iter().flatten() {
+                            if s.is_boolean() {
+                                bad.push(format!("{at}.{k}.{p}"));
+                            }
+                        }
+                    }
+                    walk(x, &format!("{at}.{k}"), bad);
+                }
+            }
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| walk(x, &format!("{at}[{i}]"), bad)),
+            _ => {}
+        }
+    }
+    let mut bad = Vec::new();
+    walk(doc, "$", &mut bad);
+    for (name, s) in doc["components"]["schemas"].as_object().unwrap() {
+        if s.is_boolean() {
+            bad.push(name.clone());
+        }
+    }
+    assert!(bad.is_empty(), "boolean schemas at {bad:?}");
+
+    // Generators fold names to identifiers: two names that fold alike are one model.
+    let fold = |s: &str| {
+        s.chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_lowercase()
+    };
+    let mut models = BTreeSet::new();
+    for name in doc["components"]["schemas"].as_object().unwrap().keys() {
+        assert!(models.insert(fold(name)), "model name {name} collides");
+        assert!(
+            !name.chars().last().unwrap().is_ascii_digit(),
+            "numbered duplicate {name}"
+        );
+    }
+    let mut op_ids = BTreeSet::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|o| o.get("operationId").is_some())
+        {
+            let id = op["operationId"].as_str().unwrap();
+            assert!(op_ids.insert(fold(id)), "operationId {id} twice");
+        }
+    }
+    // The main records are described, and answers are wrapped in {success, data}.
+    for rec in [
+        "Genie",
+        "GenieSummary",
+        "Document",
+        "Lead",
+        "Conversation",
+        "ApiKey",
+        "WorkerGenie",
+        "WorkerRun",
+        "Credential",
+        "QrCode",
+    ] {
+        assert!(
+            doc["components"]["schemas"][rec]["properties"].is_object(),
+            "no {rec}"
+        );
+    }
+    let create = &doc["components"]["schemas"]["GeniesCreateResponse"];
+    assert_eq!(create["required"], json!(["success", "data"]));
+    assert_eq!(
+        create["properties"]["data"]["properties"]["genie"]["$ref"],
+        "#/components/schemas/Genie"
+    );
 }

@@ -14,6 +14,7 @@ use crate::knowledge::{self, crawl, extract, pipeline};
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentCreate")]
 pub(crate) struct CreateReq {
     action: Option<String>,
     data: Option<Value>,

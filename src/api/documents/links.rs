@@ -13,6 +13,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::knowledge::pipeline;
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "DocumentLinkItem")]
 struct DocItem {
     id: String,
     #[allow(dead_code)]
@@ -23,6 +24,7 @@ struct DocItem {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentLinkSet")]
 pub(crate) struct SetReq {
     agent_id: String,
     documents: Vec<DocItem>,
@@ -30,6 +32,7 @@ pub(crate) struct SetReq {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentDetach")]
 pub(crate) struct DetachReq {
     agent_id: String,
     document_ids: Vec<String>,
@@ -188,6 +191,7 @@ pub async fn replace(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentSyncWithAgent")]
 pub(crate) struct SyncReq {
     old_doc_id: String,
     new_doc_id: String,

@@ -105,6 +105,7 @@ pub(crate) async fn record(ctx: &Ctx, d: Document, scope: &Scope) -> ApiResult<V
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentFilters")]
 struct Filters {
     search_term: Option<String>,
     selected_privacy: Option<String>,
@@ -114,6 +115,7 @@ struct Filters {
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentListRequest")]
 pub(crate) struct AllReq {
     limit: Option<i64>,
     offset: Option<i64>,
@@ -129,7 +131,11 @@ async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let scope = scope(ctx, r.admin_mode)?;
     let f = r.filters.unwrap_or_default();
     let mut filter = ListFilter {
-        search: f.search_term.filter(|s| !s.trim().is_empty()),
+        search: super::search_term(
+            f.search_term,
+            "data.filters.searchTerm",
+            super::SEARCH_TERM_MAX,
+        )?,
         ..Default::default()
     };
     filter.public = match f.selected_privacy.as_deref().map(str::trim) {
@@ -185,6 +191,7 @@ async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentGetRequest")]
 pub(crate) struct GetReq {
     admin_mode: Option<bool>,
 }
@@ -205,6 +212,7 @@ async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "DocumentMetaFields")]
 struct MetaFields {
     name: Option<String>,
     is_active: Option<bool>,
@@ -333,6 +341,7 @@ async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentBulkUpdate")]
 pub(crate) struct BulkReq {
     document_ids: Vec<String>,
     updates: MetaFields,
@@ -422,6 +431,7 @@ async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DocumentSearch")]
 pub(crate) struct SearchReq {
     query: String,
     agent_id: Option<String>,
@@ -430,7 +440,8 @@ pub(crate) struct SearchReq {
 
 async fn search(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let r: SearchReq = req.data()?;
-    let fts = docs::fts_query(&r.query)
+    let query = super::search_term(Some(r.query.clone()), "data.query", 1000)?;
+    let fts = docs::fts_query(query.as_deref().unwrap_or(""))
         .ok_or_else(|| ApiError::validation("data.query must contain at least one word"))?;
     let (limit, _) = page(r.limit, None, 5, 50)?;
     let genie = r

@@ -9,9 +9,10 @@ use crate::db;
 use crate::db::genies as repo;
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AssignReq {
+#[schemars(rename = "GenieAssign")]
+pub(crate) struct AssignReq {
     user_id: String,
 }
 

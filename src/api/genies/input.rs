@@ -14,8 +14,9 @@ pub const DEFAULT_LLM: &str = "gemini-3-flash-preview";
 const TURN_MODES: &[&str] = &["silence", "turn"];
 
 /// `create` data (camelCase, as the spec's field table). Unknown members are ignored.
-#[derive(Deserialize, Default, Debug)]
+#[derive(Deserialize, Default, Debug, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "GenieCreate")]
 pub struct CreateGenie {
     pub genie_name: Option<String>,
     pub use_case: Option<String>,
@@ -55,36 +56,71 @@ pub struct CreateGenie {
 /// `update` data: partial. The spec's names (`name`, `description`, `settings`, `branding`,
 /// `group_id`) plus the create fields, each accepted in camelCase or snake_case. `null`
 /// clears a nullable field.
-#[derive(Deserialize, Default, Debug)]
+#[derive(Deserialize, Default, Debug, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "GenieUpdate")]
 pub struct UpdateGenie {
     #[serde(alias = "genieName")]
     pub name: Option<String>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     pub description: Option<Option<String>>,
     pub settings: Option<Value>,
     pub branding: Option<Value>,
-    #[serde(default, with = "double_option", alias = "group_id")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "group_id"
+    )]
+    #[schemars(with = "Option<String>")]
     pub group_id: Option<Option<String>>,
-    #[serde(default, with = "double_option", alias = "use_case")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "use_case"
+    )]
+    #[schemars(with = "Option<String>")]
     pub use_case: Option<Option<String>>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     pub category: Option<Option<String>>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<String>")]
     pub brand: Option<Option<String>>,
-    #[serde(default, with = "double_option", alias = "system_prompt")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "system_prompt"
+    )]
+    #[schemars(with = "Option<String>")]
     pub system_prompt: Option<Option<String>>,
-    #[serde(default, with = "double_option", alias = "first_message")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "first_message"
+    )]
+    #[schemars(with = "Option<String>")]
     pub first_message: Option<Option<String>>,
-    #[serde(default, with = "double_option", alias = "web_welcome_message")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "web_welcome_message"
+    )]
+    #[schemars(with = "Option<String>")]
     pub web_welcome_message: Option<Option<String>>,
     #[serde(alias = "voice_id")]
     pub voice_id: Option<String>,
     #[serde(alias = "llm_model")]
     pub llm_model: Option<String>,
-    #[serde(default, with = "double_option")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[schemars(with = "Option<f64>")]
     pub temperature: Option<Option<f64>>,
-    #[serde(default, with = "double_option", alias = "max_tokens")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "max_tokens"
+    )]
+    #[schemars(with = "Option<i64>")]
     pub max_tokens: Option<Option<i64>>,
     #[serde(alias = "support_emails")]
     pub support_emails: Option<Vec<String>>,
@@ -104,29 +140,51 @@ pub struct UpdateGenie {
     #[serde(alias = "voice_speed")]
     pub voice_speed: Option<f64>,
     pub language: Option<String>,
-    #[serde(default, with = "double_option", alias = "max_duration_seconds")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "max_duration_seconds"
+    )]
+    #[schemars(with = "Option<i64>")]
     pub max_duration_seconds: Option<Option<i64>>,
-    #[serde(default, with = "double_option", alias = "turn_timeout_seconds")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "turn_timeout_seconds"
+    )]
+    #[schemars(with = "Option<f64>")]
     pub turn_timeout_seconds: Option<Option<f64>>,
-    #[serde(default, with = "double_option", alias = "silence_end_seconds")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "silence_end_seconds"
+    )]
+    #[schemars(with = "Option<f64>")]
     pub silence_end_seconds: Option<Option<f64>>,
     #[serde(alias = "turn_mode")]
     pub turn_mode: Option<String>,
-    #[serde(default, with = "double_option", alias = "max_calls")]
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "max_calls"
+    )]
+    #[schemars(with = "Option<i64>")]
     pub max_calls: Option<Option<i64>>,
     #[serde(alias = "page_slug")]
     pub page_slug: Option<String>,
 }
 
-#[derive(Deserialize, Debug)]
+#[derive(Deserialize, Debug, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "PromptReplacement")]
 pub struct Replacement {
     pub from: String,
     pub to: String,
 }
 
-#[derive(Deserialize, Default, Debug)]
+#[derive(Deserialize, Default, Debug, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "GenieClone")]
 pub struct CloneGenie {
     pub name: Option<String>,
     #[serde(default)]

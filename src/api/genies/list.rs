@@ -11,8 +11,9 @@ use crate::db::genies::{self as repo, GenieRow, ListFilter, Scope};
 use crate::db::users::Role;
 use crate::error::{ApiError, ApiResult};
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "GenieFilters")]
 struct Filters {
     search_term: Option<String>,
     category: Option<String>,
@@ -21,9 +22,10 @@ struct Filters {
 }
 
 /// `list` and `all` data. Other members (REST query leftovers) are ignored.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct ListReq {
+#[schemars(rename = "GenieListRequest")]
+pub(crate) struct ListReq {
     limit: Option<i64>,
     offset: Option<i64>,
     cursor: Option<String>,
@@ -35,9 +37,10 @@ struct ListReq {
     owner_id: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct AdminModeReq {
+#[schemars(rename = "GenieGetRequest")]
+pub(crate) struct AdminModeReq {
     #[serde(default)]
     admin_mode: bool,
 }
@@ -62,14 +65,12 @@ fn scope(ctx: &Ctx, admin_mode: bool, owner_id: Option<&str>) -> ApiResult<(Scop
 }
 
 fn filter(q: &ListReq) -> ApiResult<ListFilter> {
-    let term = q
-        .filters
-        .search_term
-        .clone()
-        .or_else(|| q.search_term.clone());
-    let search = term
-        .map(|t| t.trim().to_lowercase())
-        .filter(|t| !t.is_empty());
+    let (term, field) = match &q.filters.search_term {
+        Some(t) => (Some(t.clone()), "data.filters.searchTerm"),
+        None => (q.search_term.clone(), "data.searchTerm"),
+    };
+    let search = crate::api::search_term(term, field, crate::api::SEARCH_TERM_MAX)?
+        .map(|t| t.to_lowercase());
     let group_id = q
         .filters
         .group_id

@@ -6,11 +6,11 @@
 //! `sync_agent_documents` (knowledge base), and check access with
 //! `db::genies::can_read_genie` / `can_manage_genie`.
 
-mod assign;
+pub(crate) mod assign;
 mod clone;
 pub mod input;
 mod lifecycle;
-mod list;
+pub(crate) mod list;
 mod phone;
 mod settings;
 mod update;

@@ -16,6 +16,7 @@ const TYPES: &[&str] = &["bearer_token", "api_key", "basic_auth"];
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "CredentialStore")]
 pub(crate) struct StoreInput {
     name: String,
     credential_type: String,
@@ -168,6 +169,7 @@ pub async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "CredentialTest")]
 pub(crate) struct TestInput {
     #[serde(default)]
     name: Option<String>,

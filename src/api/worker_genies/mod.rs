@@ -19,6 +19,7 @@ const RECENT_RUNS: i64 = 10;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "WorkerGenieInput")]
 pub(crate) struct GenieInput {
     name: String,
     soul_prompt: String,

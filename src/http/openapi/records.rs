@@ -1,0 +1,344 @@
+//! Response schemas: the records the API answers with (contract.md's shapes) and which
+//! `data` each action returns with which success status. A typed client needs these to
+//! decode answers; `tests/it/openapi.rs` checks them against real responses.
+
+use serde_json::{Map, Value, json};
+
+fn t(ty: &str) -> Value {
+    json!({"type": ty})
+}
+/// `ty` or null.
+fn n(ty: &str) -> Value {
+    json!({"type": [ty, "null"]})
+}
+fn arr(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+/// Any JSON value (free-form members such as `settings` or `metadata`).
+fn any() -> Value {
+    json!({})
+}
+fn object(required: &[&str], props: Value) -> Value {
+    json!({"type": "object", "required": required, "properties": props})
+}
+
+/// The record schemas, by component name.
+pub fn records() -> Map<String, Value> {
+    let s = || t("string");
+    let ns = || n("string");
+    let b = || t("boolean");
+    let time = || json!({"type": "string", "description": "RFC 3339 UTC, milliseconds"});
+    let mut m = Map::new();
+    m.insert(
+        "ApiKey".into(),
+        object(
+            &["id", "name", "key_prefix", "status", "created_at"],
+            json!({
+                "id": s(), "name": s(), "key_prefix": s(),
+                "status": {"enum": ["active", "revoked"]},
+                "created_at": time(), "last_used_at": ns(), "revoked_at": ns(),
+                "key": {"type": "string", "description": "The full secret; only in the create answer"},
+            }),
+        ),
+    );
+    m.insert(
+        "GenieSummary".into(),
+        object(
+            &["id", "name", "is_active", "created_at"],
+            json!({
+                "id": s(), "name": s(), "description": ns(), "use_case": ns(), "category": ns(),
+                "is_active": b(), "setup_completed": b(), "created_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "Genie".into(),
+        object(
+            &[
+                "id",
+                "name",
+                "is_active",
+                "setup_completed",
+                "settings",
+                "phone",
+                "page",
+                "group",
+                "documents",
+                "owner",
+                "created_at",
+                "updated_at",
+            ],
+            json!({
+                "id": s(), "name": s(), "description": ns(), "use_case": ns(), "category": ns(),
+                "brand": ns(), "system_prompt": ns(), "first_message": ns(), "voice_id": ns(),
+                "llm_model": ns(), "temperature": n("number"), "max_tokens": n("integer"),
+                "is_active": b(), "setup_completed": b(), "send_conversation_reports": b(),
+                "voice_disabled": b(), "max_duration_seconds": n("integer"),
+                "turn_timeout_seconds": n("number"), "silence_end_seconds": n("number"),
+                "turn_mode": ns(), "max_calls": n("integer"), "settings": t("object"),
+                "branding": any(), "support_emails": any(),
+                "phone": n("object"), "page": n("object"), "group": n("object"),
+                "documents": arr(t("object")), "owner": n("object"),
+                "sort_order": t("integer"), "created_at": time(), "updated_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "Document".into(),
+        object(
+            &[
+                "id",
+                "name",
+                "type",
+                "status",
+                "is_active",
+                "is_public",
+                "dependent_agents",
+                "created_at",
+            ],
+            json!({
+                "id": s(), "external_id": ns(), "el_doc_id": ns(), "name": s(),
+                "type": {"enum": ["text", "url", "website", "youtube", "pdf_upload", "file_upload"]},
+                "status": {"enum": ["pending_extraction", "pending_optimization", "completed", "failed"]},
+                "error": ns(), "is_active": b(), "is_public": b(), "folder_id": ns(),
+                "folder": n("object"), "size_bytes": n("integer"), "source_url": ns(),
+                "dependent_agents": arr(r("AgentRef")),
+                "created_at": time(), "updated_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "AgentRef".into(),
+        object(&["id"], json!({"id": s(), "name": ns()})),
+    );
+    let lead_enum = |values: &[&str]| {
+        let mut v: Vec<Value> = values.iter().map(|s| json!(s)).collect();
+        v.push(Value::Null);
+        json!({"enum": v})
+    };
+    let status = lead_enum(&["new", "contacted", "qualified", "converted"]);
+    let priority = lead_enum(&["low", "medium", "high"]);
+    m.insert(
+        "Lead".into(),
+        object(
+            &["id", "agent_id", "user_id", "created_at"],
+            json!({
+                "id": t("integer"), "agent_id": s(), "user_id": s(),
+                "name": ns(), "email": ns(), "phone": ns(),
+                "status": status, "priority": priority,
+                "budget": ns(), "timeline": ns(), "address": n("object"), "notes": ns(),
+                "assigned_to": ns(), "conversation_id": n("integer"),
+                "primary_lead_id": n("integer"), "is_decision_maker": n("boolean"),
+                "preferred_contact_method": lead_enum(&["email", "phone", "sms"]),
+                "preferred_contact_time": ns(), "metadata": n("object"),
+                "created_at": time(), "updated_at": ns(), "agent": n("object"),
+            }),
+        ),
+    );
+    m.insert(
+        "LeadSummary".into(),
+        object(
+            &["id", "agent_id", "created_at"],
+            json!({
+                "id": t("integer"), "agent_id": s(), "name": ns(), "email": ns(), "phone": ns(),
+                "status": ns(), "priority": ns(), "created_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "LeadActivity".into(),
+        object(
+            &["type"],
+            json!({"type": s(), "description": ns(), "metadata": any(), "created_at": time()}),
+        ),
+    );
+    m.insert(
+        "LeadStats".into(),
+        object(
+            &["total", "by_status"],
+            json!({
+                "total": t("integer"),
+                "by_status": object(&["new", "contacted", "qualified", "converted"], json!({
+                    "new": t("integer"), "contacted": t("integer"),
+                    "qualified": t("integer"), "converted": t("integer"),
+                })),
+            }),
+        ),
+    );
+    m.insert(
+        "Conversation".into(),
+        object(
+            &["id", "channel", "status", "started_at", "created_at"],
+            json!({
+                "id": s(), "user_id": s(), "genie_id": ns(), "genie": n("object"),
+                "external_id": ns(), "channel": s(), "status": s(), "started_at": time(),
+                "duration_seconds": t("integer"), "turn_count": t("integer"), "summary": ns(),
+                "analysis": any(), "metadata": any(), "tags": any(),
+                "created_at": time(), "updated_at": time(),
+                "transcript": {"description": "Only in get, create, update and analyze answers"},
+            }),
+        ),
+    );
+    m.insert(
+        "WorkerGenie".into(),
+        object(
+            &[
+                "id",
+                "name",
+                "soul_prompt",
+                "trigger_type",
+                "is_active",
+                "created_at",
+            ],
+            json!({
+                "id": s(), "name": s(), "soul_prompt": s(),
+                "trigger_type": {"enum": ["manual", "schedule", "event"]},
+                "schedule": ns(), "timezone": s(), "event_type": ns(),
+                "credential_refs": arr(s()), "is_active": b(), "llm_model": ns(),
+                "max_steps": t("integer"), "created_at": time(), "updated_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "WorkerRun".into(),
+        object(
+            &["id", "worker_genie_id", "status", "created_at"],
+            json!({
+                "id": s(), "worker_genie_id": s(),
+                "status": {"enum": ["queued", "running", "succeeded", "failed", "cancelled"]},
+                "trigger": s(), "input": any(), "output": ns(), "error": ns(),
+                "steps": any(), "usage": any(), "created_at": time(),
+                "started_at": ns(), "finished_at": ns(), "duration_ms": n("integer"),
+            }),
+        ),
+    );
+    m.insert(
+        "Credential".into(),
+        object(
+            &["id", "name", "credential_type", "created_at"],
+            json!({
+                "id": s(), "name": s(), "credential_type": s(), "url_prefix": ns(),
+                "header_name": ns(), "created_at": time(), "updated_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "QrCode".into(),
+        object(
+            &[
+                "id",
+                "genie_id",
+                "download_count",
+                "is_deleted",
+                "created_at",
+            ],
+            json!({
+                "id": s(), "genie_id": s(), "label": ns(), "url": s(),
+                "download_count": t("integer"), "is_deleted": b(), "created_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "Deleted".into(),
+        object(
+            &["id", "deleted"],
+            json!({"id": s(), "deleted": {"const": true}}),
+        ),
+    );
+    m
+}
+
+/// Success status and `data` schema of an action, where the document describes it; other
+/// actions answer the generic `Success` envelope with 200 (201/202 where noted in the table
+/// of `success_status`).
+pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
+    let count = || t("integer");
+    let page = |key: &str, item: Value, total: &str| {
+        object(
+            &[key, total, "limit", "offset"],
+            json!({key: arr(item), total: count(), "limit": count(), "offset": count()}),
+        )
+    };
+    let one = |key: &str, rec: &str| object(&[key], json!({key: r(rec)}));
+    let items = |rec: &str| {
+        object(
+            &["items", "count"],
+            json!({"items": arr(r(rec)), "count": count()}),
+        )
+    };
+    let data = match (resource, action) {
+        ("api-keys", "all" | "list") => object(
+            &["api_keys", "count"],
+            json!({"api_keys": arr(r("ApiKey")), "count": count()}),
+        ),
+        ("api-keys", "create" | "revoke") => one("api_key", "ApiKey"),
+        ("genies", "list") => page("genies", r("GenieSummary"), "total"),
+        ("genies", "all") => object(
+            &["genies", "nextCursor", "hasMore"],
+            json!({"genies": arr(r("Genie")), "nextCursor": n("string"), "hasMore": t("boolean")}),
+        ),
+        ("genies", "get" | "create" | "update" | "clone") => one("genie", "Genie"),
+        ("genies", "reorder") => object(&["updated"], json!({"updated": count()})),
+        ("knowledge-base", "all" | "list") => page("documents", r("Document"), "total"),
+        ("knowledge-base", "get" | "create" | "update") => one("document", "Document"),
+        ("knowledge-base", "bulk-update") => counted("updatedCount"),
+        ("knowledge-base", "attach") => counted("attachedCount"),
+        ("knowledge-base", "detach") => counted("detachedCount"),
+        ("knowledge-base", "replace") => counted("replacedCount"),
+        ("leads", "stats") => one("stats", "LeadStats"),
+        ("leads", "all") => page("leads", r("Lead"), "count"),
+        ("leads", "list") => object(
+            &["leads", "count"],
+            json!({"leads": arr(r("LeadSummary")), "count": count()}),
+        ),
+        ("leads", "get" | "create" | "update") => one("lead", "Lead"),
+        ("leads", "delete") => object(&["message"], json!({"message": t("string")})),
+        ("leads", "log") => one("activity", "LeadActivity"),
+        ("leads", "getLogs") => object(
+            &["activities"],
+            json!({"activities": arr(r("LeadActivity"))}),
+        ),
+        ("conversations", "get" | "create" | "update") => one("conversation", "Conversation"),
+        ("worker-genies", "all" | "list") => items("WorkerGenie"),
+        ("worker-genies", "get" | "create" | "update") => one("worker_genie", "WorkerGenie"),
+        ("worker-genies", "run") => one("run", "WorkerRun"),
+        ("worker-genies", "runs") => items("WorkerRun"),
+        ("worker-genies", "store-credential") => one("credential", "Credential"),
+        ("worker-genies", "list-credentials") => items("Credential"),
+        ("qr-code", "all" | "list") => object(&["qr_codes"], json!({"qr_codes": arr(r("QrCode"))})),
+        ("qr-code", "create" | "increment-download") => one("qr_code", "QrCode"),
+        (
+            "api-keys" | "genies" | "knowledge-base" | "worker-genies" | "conversations"
+            | "qr-code",
+            "delete",
+        )
+        | ("worker-genies", "delete-credential") => r("Deleted"),
+        _ => return None,
+    };
+    Some((success_status(resource, action), data))
+}
+
+fn counted(key: &str) -> Value {
+    object(
+        &["message", key],
+        json!({"message": t("string"), key: t("integer")}),
+    )
+}
+
+/// The success status of an action: 201 for a `create` that makes a record (and the other
+/// actions that make one), 202 for work queued to run later, else 200.
+pub fn success_status(resource: &str, action: &str) -> &'static str {
+    match (resource, action) {
+        ("worker-genies", "run") | ("webhooks", "redeliver") => "202",
+        ("genies", "clone")
+        | ("marketplace", "publish" | "install")
+        | ("teams", "invite")
+        | ("leads", "log")
+        | ("worker-genies", "store-credential") => "201",
+        (_, "create") => "201",
+        _ => "200",
+    }
+}
