@@ -9,6 +9,7 @@ pub mod openapi;
 pub mod public_page;
 pub mod rate_limit;
 pub mod rest;
+pub mod server;
 
 use std::time::Duration;
 
