@@ -31,7 +31,18 @@ const NOT_FILTERS: &[&str] = &[
 /// `?limit=10&status=new&agentIds=a&agentIds=b` → `{limit: 10, status: "new", agentIds: [..],
 /// filters: {status: "new", agentIds: [..]}}`.
 pub fn query_to_data(query: Option<&str>) -> ApiResult<Value> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))
+    let query = query.unwrap_or("");
+    // serde_urlencoded replaces bytes that are not UTF-8 with U+FFFD; a filter silently
+    // changed into another one is worse than a refusal.
+    if percent_encoding::percent_decode_str(query)
+        .decode_utf8()
+        .is_err()
+    {
+        return Err(ApiError::validation(
+            "query string: not valid UTF-8 once percent-decoded",
+        ));
+    }
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
         .map_err(|e| ApiError::validation(format!("query string: {e}")))?;
     let mut data = Map::new();
     for (k, v) in pairs {
