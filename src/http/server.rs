@@ -38,6 +38,9 @@ const RESERVED_FDS: u64 = 256;
 /// memory rather than descriptors is what runs out.
 const MAX_DERIVED_CONNECTIONS: u64 = 65_536;
 
+/// Largest request head (request line and headers).
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
 /// The bounds of the accept loop.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -108,6 +111,10 @@ pub async fn run(
     // The watchdog below times the request head from its first byte; hyper's own timer
     // would start when it begins waiting, which makes it an idle timeout too.
     http.header_read_timeout(None);
+    // hyper buffers a request head of up to ~400 KB by default; with tens of thousands of
+    // connections that is gigabytes a slow client can make the server hold. 64 KiB is far
+    // above any real head (a session token is ~300 bytes); over it is 431.
+    http.max_header_size(MAX_HEAD_BYTES);
     let http = Arc::new(http);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
