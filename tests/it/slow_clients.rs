@@ -221,3 +221,89 @@ async fn hundreds_of_slow_connections_do_not_stop_the_server() {
             .ok(200);
     }
 }
+
+/// SIGKILLs the child when the test ends, pass or fail.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_binary_raises_its_open_file_limit_and_derives_the_bound_from_it() {
+    use std::io::BufRead;
+    let (_, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap();
+    // What the service can raise its soft limit to (see `http::server`).
+    let reachable = hard.min(1 << 20);
+    assert!(
+        reachable > 64,
+        "the hard open-file limit ({hard}) leaves nothing to raise"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // Started with a soft limit of 64: a bound derived without raising it would be 32.
+    let mut child = Killed(
+        std::process::Command::new("sh")
+            .args(["-c", "ulimit -Sn 64 && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if line.contains("connection limits") {
+                let _ = tx.send(line);
+                return;
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(DEADLINE)
+        .expect("serve never logged its connection limits");
+    let got: u64 = line
+        .split("max_connections=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no max_connections in {line:?}"));
+    assert_eq!(
+        got,
+        genied::http::server::derived_max_connections(reachable),
+        "{line}"
+    );
+    assert!(got > 32, "{line}");
+}
+
+#[test]
+fn a_zero_connection_bound_or_timeout_is_refused() {
+    for flag in [
+        "--max-connections",
+        "--idle-timeout-seconds",
+        "--header-read-timeout-seconds",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["serve", "--listen", "127.0.0.1:0", flag, "0"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{flag} 0 was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{flag}: {err}");
+        assert!(
+            !dir.path().join("genied.db").exists(),
+            "{flag} 0 still created the database"
+        );
+    }
+}
