@@ -2,7 +2,6 @@
 //! split so that `main`, the tests and the examples start the service the same way.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,7 +125,8 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests finish,
-/// and stops the background tasks.
+/// and stops the background tasks. Connections are bounded and timed out as configured
+/// (see [`http::server`]).
 pub async fn serve(
     app: App,
     listener: TcpListener,
@@ -141,13 +141,8 @@ pub async fn serve(
     let workers = tokio::spawn(crate::workers::run(app.state.clone(), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(
-        listener,
-        app.router
-            .into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await?;
+    let limits = http::server::Limits::from_config(&app.state.config);
+    http::server::run(app.router, listener, limits, shutdown).await;
     let _ = stop_tx.send(true);
     let _ = tokio::join!(worker, fan_out, housekeeping);
     let _ = workers.await;

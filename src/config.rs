@@ -65,6 +65,24 @@ pub struct Config {
     #[arg(long, env = "GENIED_REQUEST_TIMEOUT_SECONDS", default_value_t = 60)]
     pub request_timeout_seconds: u64,
 
+    /// Client connections served at once; further connections wait in the listen backlog
+    /// until one closes. Unset: the open-file limit (which the service raises to its hard
+    /// limit at start) less 256 descriptors for the database, files and outbound requests
+    /// (half of it when the limit is small), at most 65536.
+    #[arg(long, env = "GENIED_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+
+    /// Seconds a client has, from the first byte of a request, to send the whole request
+    /// head (request line and headers); a connection that takes longer is closed.
+    #[arg(long, env = "GENIED_HEADER_READ_TIMEOUT_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout_seconds: u64,
+
+    /// Seconds a connection may stay open with no request running and no bytes moving:
+    /// before its first request, between keep-alive requests, or while a response waits
+    /// for the client to read it. Then it is closed.
+    #[arg(long, env = "GENIED_IDLE_TIMEOUT_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout_seconds: u64,
+
     /// Lifetime of access tokens, in seconds.
     #[arg(long, env = "GENIED_SESSION_TTL_SECONDS", default_value_t = 3600)]
     pub session_ttl_seconds: u64,

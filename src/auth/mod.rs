@@ -83,23 +83,40 @@ impl Credential {
     /// `X-API-Key` is always an API key. A bearer value is a session token when it has the
     /// three dot-separated parts of a JWT, and an API key otherwise.
     pub fn from_headers(h: &HeaderMap) -> ApiResult<Credential> {
+        // A header that is present but unusable says what is wrong with it: "authentication
+        // required" would send the client looking for a header it did send.
+        let unusable = |message: &str| {
+            ApiError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "UNAUTHORIZED",
+                message,
+            )
+        };
         if let Some(v) = h.get("x-api-key") {
-            let v = v.to_str().map_err(|_| ApiError::unauthorized())?.trim();
+            let v = v
+                .to_str()
+                .map_err(|_| unusable("the X-API-Key header must be visible ASCII text"))?
+                .trim();
             if v.is_empty() {
-                return Err(ApiError::unauthorized());
+                return Err(unusable("the X-API-Key header is empty"));
             }
             return Ok(Credential::ApiKey(v.to_string()));
         }
         let Some(v) = h.get(header::AUTHORIZATION) else {
             return Err(ApiError::unauthorized());
         };
-        let v = v.to_str().map_err(|_| ApiError::unauthorized())?.trim();
+        let v = v
+            .to_str()
+            .map_err(|_| unusable("the Authorization header must be visible ASCII text"))?
+            .trim();
+        let not_bearer =
+            || unusable("the Authorization header must be 'Bearer <api key or access token>'");
         let Some((scheme, value)) = v.split_once(' ') else {
-            return Err(ApiError::unauthorized());
+            return Err(not_bearer());
         };
         let value = value.trim();
         if !scheme.eq_ignore_ascii_case("bearer") || value.is_empty() {
-            return Err(ApiError::unauthorized());
+            return Err(not_bearer());
         }
         if !value.starts_with("svc_") && value.split('.').count() == 3 {
             Ok(Credential::Token(value.to_string()))

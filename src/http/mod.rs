@@ -9,6 +9,7 @@ pub mod openapi;
 pub mod public_page;
 pub mod rate_limit;
 pub mod rest;
+pub mod server;
 
 use std::time::Duration;
 
@@ -99,11 +100,34 @@ where
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if (status.is_client_error() || status.is_server_error()) && !is_json {
-        let mut fixed = ApiError::from_status(status).into_response();
-        if let Some(allow) = resp.headers().get(header::ALLOW) {
-            fixed.headers_mut().insert(header::ALLOW, allow.clone());
+        let allow = resp.headers().get(header::ALLOW).cloned();
+        let mut error = ApiError::from_status(status);
+        if let Some(text) = rejection_text(resp).await {
+            error.message = text;
+        }
+        let mut fixed = error.into_response();
+        if let Some(allow) = allow {
+            fixed.headers_mut().insert(header::ALLOW, allow);
         }
         return fixed;
     }
     resp
+}
+
+/// The reason axum gave for refusing a request (its extractor rejections answer 4xx with
+/// a short `text/plain` body such as "Invalid URL: Invalid UTF-8 in `id`"), so the
+/// envelope names the problem instead of saying "bad request". Server errors keep the
+/// generic message: their text may be internal.
+async fn rejection_text(resp: Response) -> Option<String> {
+    const MAX: usize = 1024;
+    let is_text = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/plain"));
+    if !resp.status().is_client_error() || !is_text {
+        return None;
+    }
+    let bytes = axum::body::to_bytes(resp.into_body(), MAX).await.ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?.trim();
+    (!text.is_empty()).then(|| text.to_string())
 }

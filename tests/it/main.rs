@@ -30,6 +30,7 @@ mod public_page;
 mod qr_codes;
 mod rate_limit;
 mod secrets;
+mod slow_clients;
 mod ssrf;
 mod teams;
 mod voice_collections;
