@@ -164,12 +164,23 @@ pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         role(ctx),
         ctx.app.config.public_base(),
     );
-    let genie = ctx
+    let owner_view = uid.clone();
+    let (mut genie, widget, owns) = ctx
         .db()
         .read(move |c| match repo::get_readable(c, &uid, role, &id)? {
-            Some(g) => Ok(full_genie(c, &g, admin_mode, &base)?),
+            Some(g) => Ok((
+                full_genie(c, &g, admin_mode, &base)?,
+                g.external_agent_id
+                    .as_deref()
+                    .is_some_and(|a| !a.is_empty()),
+                g.user_id == owner_view,
+            )),
             None => Err(ApiError::agent_not_found()),
         })
         .await?;
+    if owns || ctx.principal.is_admin() {
+        let widget = widget && ctx.app.voice.name() == "elevenlabs";
+        super::view::add_page_status(&mut genie, widget || ctx.app.llm.is_some());
+    }
     Ok(Reply::ok(json!({"genie": genie})))
 }

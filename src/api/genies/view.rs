@@ -8,6 +8,24 @@ use super::settings::effective_settings;
 use crate::db::genie_groups;
 use crate::db::genies::{self as repo, GenieRow};
 
+/// Adds, for the genie's owner, `page.status` (`ready`, or `chat_unavailable` when the page's
+/// text chat cannot answer) and `page.warning` (why, and what the operator can do; `null`
+/// when ready). Visitors of the page are only told the assistant can't chat.
+pub fn add_page_status(genie: &mut Value, chat_ready: bool) {
+    if let Some(page) = genie.get_mut("page").and_then(Value::as_object_mut) {
+        let (status, warning) = if chat_ready {
+            ("ready", Value::Null)
+        } else {
+            (
+                "chat_unavailable",
+                json!(crate::page_chat::UNAVAILABLE_WARNING),
+            )
+        };
+        page.insert("status".into(), json!(status));
+        page.insert("warning".into(), warning);
+    }
+}
+
 /// Renders `g` with its phone, page, group, documents and (when `with_owner`, i.e. an admin
 /// in admin mode) its owner. `base` is the service's public base URL.
 pub fn full_genie(
