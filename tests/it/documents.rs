@@ -1225,31 +1225,19 @@ async fn outbound_guard_refuses_internal_addresses() {
                     json!({"action": sub, "data": {"url": url}}),
                 )
                 .await;
-            if r.status == 400 {
-                r.err(400, "VALIDATION_ERROR");
-            } else {
-                // names (localhost) are refused when resolved: the pipeline fails the document
-                let d = settle(
-                    &app,
-                    &u.token,
-                    r.ok(201)["document"]["id"].as_str().unwrap(),
-                )
-                .await;
-                assert_eq!(d["status"], "failed", "{url}: {d}");
-                assert!(
-                    d["error"].as_str().unwrap().contains("not allowed"),
-                    "{url}: {d}"
-                );
-                continue;
-            }
+            // Names (localhost) are resolved and refused at once, like the addresses.
+            r.err(400, "VALIDATION_ERROR");
+            let msg = r.body["error"]["message"].as_str().unwrap();
+            assert!(
+                msg.starts_with("data.data.url: ")
+                    && msg.contains("not allowed")
+                    && msg.contains("--allow-private-outbound"),
+                "{url}: {msg}"
+            );
             assert_eq!(app.count("documents").await, before, "{url}");
         }
     }
-    assert_eq!(
-        app.count("documents").await,
-        2,
-        "only the two localhost attempts were stored, and failed"
-    );
+    assert_eq!(app.count("documents").await, 0);
     // The guarded client itself, used directly: the loopback site is refused before any
     // request. (A redirect from a public host to loopback cannot be staged here without DNS
     // for a public-looking name; the redirect policy runs the same `check_url` on every hop.)

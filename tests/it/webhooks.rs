@@ -611,24 +611,26 @@ async fn private_addresses_are_refused_unless_configured() {
             r.body
         );
     }
-    // A name that resolves to loopback passes the literal check but not the resolver.
+    // A name that resolves to loopback is resolved at create and refused there too, rather
+    // than accepted and retried for hours by the delivery job.
     let port = rx.url.split(':').nth(2).unwrap().split('/').next().unwrap();
-    let (hook, _) = create_hook(
-        &app,
-        &u,
-        &format!("http://localhost:{port}/hook"),
-        json!(["*"]),
-    )
-    .await;
     let r = app
-        .call(&u.token, "webhooks", "test", Some(json!(hook)), json!({}))
+        .call(
+            &u.token,
+            "webhooks",
+            "create",
+            None,
+            json!({"url": format!("http://localhost:{port}/hook")}),
+        )
         .await;
-    let res = r.ok(200)["result"].clone();
-    assert_eq!(res["succeeded"], json!(false));
+    r.err(400, "VALIDATION_ERROR");
+    let msg = r.body["error"]["message"].as_str().unwrap();
     assert!(
-        res["error"].as_str().unwrap().contains("not allowed"),
-        "{res}"
+        msg.starts_with("data.url: localhost resolves to 127.0.0.1")
+            && msg.contains("--allow-private-outbound"),
+        "{msg}"
     );
+    assert_eq!(app.count("webhooks").await, 0);
     assert!(rx.hits().is_empty());
 }
 
