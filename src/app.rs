@@ -140,10 +140,10 @@ pub async fn serve(
     ));
     let workers = tokio::spawn(crate::workers::run(app.state.clone(), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
-    tracing::info!(addr = %listener.local_addr()?, "listening");
     if let Some(w) = app.state.config.public_url_warning(listener.local_addr()?) {
         tracing::warn!("{w}");
     }
+    tracing::info!(addr = %listener.local_addr()?, "listening");
     axum::serve(
         listener,
         app.router
