@@ -379,6 +379,7 @@ mod tests {
         let p = render_page(&genie(), "local");
         assert!(p.contains("Ada &lt;b&gt;"));
         assert!(p.contains("Hi &quot;there&quot;"));
+        assert!(p.contains("</span>Hello &lt;there&gt; &amp; welcome</li>"));
         assert!(p.contains("--accent: #ffcc00; --accent-text: #000000"));
         assert!(!p.contains("javascript:"));
         let mut g = genie();
