@@ -546,7 +546,7 @@ async fn the_text_chat_works_in_a_real_browser() {
             .await
             .unwrap();
         let v = loop {
-            let msg = tokio::time::timeout(std::time::Duration::from_secs(20), ws.next())
+            let msg = tokio::time::timeout(std::time::Duration::from_secs(90), ws.next())
                 .await
                 .expect("DevTools answer")
                 .unwrap()

@@ -17,7 +17,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use genied::net::{Guarded, Limits, NetError};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::*;
 
@@ -252,25 +252,6 @@ fn urlencode(s: &str) -> String {
 }
 
 /// A strict service (the production default: no private outbound).
-/// The document once its pipeline has ended (or as it stands after a bounded wait). The
-/// background worker may hold the job, so this both runs due jobs and polls.
-async fn settled_document(app: &TestApp, token: &str, id: Value) -> Value {
-    let mut d = json!(null);
-    for _ in 0..500 {
-        app.run_jobs().await;
-        d = app
-            .call(token, "knowledge-base", "get", Some(id.clone()), json!({}))
-            .await
-            .ok(200)["document"]
-            .clone();
-        if d["status"] == json!("failed") || d["status"] == json!("completed") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    d
-}
-
 async fn strict_app() -> TestApp {
     TestApp::spawn_with(|c| c.allow_private_outbound = false).await
 }
