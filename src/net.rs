@@ -171,9 +171,7 @@ impl GuardedResolver {
             None => TokioResolver::builder_tokio()?.build(),
         })
     }
-}
 
-impl GuardedResolver {
     fn resolver(&self) -> Result<&TokioResolver, NetError> {
         if let Some(r) = self.resolver.get() {
             return Ok(r);
