@@ -140,6 +140,9 @@ pub async fn serve(
     ));
     let workers = tokio::spawn(crate::workers::run(app.state.clone(), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
+    if let Some(w) = app.state.config.public_url_warning(listener.local_addr()?) {
+        tracing::warn!("{w}");
+    }
     tracing::info!(addr = %listener.local_addr()?, "listening");
     let limits = http::server::Limits::from_config(&app.state.config);
     http::server::run(app.router, listener, limits, shutdown).await;

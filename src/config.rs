@@ -266,4 +266,30 @@ impl Config {
             .trim_end_matches('/')
             .to_string()
     }
+
+    /// What to tell the operator when the links the service hands out (genie pages, QR
+    /// codes) name this machine only, a loopback host, while it listens where others can
+    /// reach it: those links would not open anywhere else.
+    pub fn public_url_warning(&self, listening: std::net::SocketAddr) -> Option<String> {
+        if listening.ip().is_loopback() {
+            return None;
+        }
+        let base = self.public_base();
+        let url = url::Url::parse(&base).ok()?;
+        let local = match url.host()? {
+            url::Host::Domain(d) => {
+                let d = d.trim_end_matches('.').to_ascii_lowercase();
+                d == "localhost" || d.ends_with(".localhost")
+            }
+            url::Host::Ipv4(ip) => ip.is_loopback() || ip.is_unspecified(),
+            url::Host::Ipv6(ip) => ip.is_loopback() || ip.is_unspecified(),
+        };
+        local.then(|| {
+            format!(
+                "the public URL {base} names this machine only, but genied listens on {listening}: \
+                 genie page links and QR codes will not open elsewhere; set --public-url to the \
+                 address visitors use"
+            )
+        })
+    }
 }

@@ -17,6 +17,7 @@ pub mod knowledge;
 pub mod llm;
 pub mod mail;
 pub mod net;
+pub mod page_chat;
 pub mod secrets;
 pub mod voice;
 pub mod webhooks;

@@ -131,11 +131,19 @@ pub fn check_url_allowing(
         && is_forbidden(ip)
     {
         return Err(NetError::Refused(format!(
-            "address {ip} is not allowed (private, loopback or internal)"
+            "address {ip} is not allowed (private, loopback or internal){OPT_IN}"
         )));
     }
     Ok(url)
 }
+
+/// Appended to every refusal: the operator of a closed network (or a test) needs to know the
+/// one switch that lets internal addresses through.
+const OPT_IN: &str = "; start genied with --allow-private-outbound to allow internal addresses (closed networks, tests)";
+
+/// How long a create or update waits for DNS before accepting the URL unresolved; the fetch
+/// checks again anyway, so a slow resolver must not hold the request.
+const CHECK_RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Resolves with hickory and refuses names that lead to a forbidden address.
 #[derive(Clone)]
@@ -163,44 +171,59 @@ impl GuardedResolver {
             None => TokioResolver::builder_tokio()?.build(),
         })
     }
+
+    fn resolver(&self) -> Result<&TokioResolver, NetError> {
+        if let Some(r) = self.resolver.get() {
+            return Ok(r);
+        }
+        let built = self
+            .make()
+            .map_err(|e| NetError::Failed(format!("dns error: {e}")))?;
+        let _ = self.resolver.set(built);
+        Ok(self.resolver.get().expect("just set"))
+    }
+
+    /// The addresses of `host`, every one of them allowed: `Refused` names the first
+    /// forbidden one, `Failed` is a lookup that did not answer.
+    async fn lookup(&self, host: &str) -> Result<Vec<IpAddr>, NetError> {
+        // Names that are IP literals in disguise never reach DNS.
+        let bare = host.trim_end_matches('.').to_ascii_lowercase();
+        let ips: Vec<IpAddr> = if bare == "localhost" || bare.ends_with(".localhost") {
+            vec![
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ]
+        } else {
+            self.resolver()?
+                .lookup_ip(host)
+                .await
+                .map_err(|e| NetError::Failed(format!("dns error: {e}")))?
+                .iter()
+                .collect()
+        };
+        if !self.allow_private
+            && let Some(bad) = ips.iter().find(|ip| is_forbidden(**ip))
+        {
+            return Err(NetError::Refused(format!(
+                "{host} resolves to {bad}, which is not allowed (private, loopback or internal){OPT_IN}"
+            )));
+        }
+        Ok(ips)
+    }
 }
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let this = self.clone();
         Box::pin(async move {
-            let resolver = match this.resolver.get() {
-                Some(r) => r,
-                None => {
-                    let built = this.make()?;
-                    let _ = this.resolver.set(built);
-                    this.resolver.get().expect("just set")
-                }
-            };
-            let host = name.as_str();
-            // Names that are IP literals in disguise never reach DNS.
-            let ips: Vec<IpAddr> =
-                if host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost") {
-                    vec![
-                        IpAddr::V4(Ipv4Addr::LOCALHOST),
-                        IpAddr::V6(Ipv6Addr::LOCALHOST),
-                    ]
-                } else {
-                    resolver.lookup_ip(host).await?.iter().collect()
-                };
-            if !this.allow_private
-                && let Some(bad) = ips.iter().find(|ip| is_forbidden(**ip))
-            {
-                return Err(format!(
-                    "{host} resolves to {bad}, which is not allowed (private, loopback or internal)"
-                )
-                .into());
-            }
+            let ips = this.lookup(name.as_str()).await?;
             let addrs: Addrs = Box::new(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)));
             Ok(addrs)
         })
     }
 }
+
+impl std::error::Error for NetError {}
 
 /// Limits of one fetch.
 #[derive(Debug, Clone, Copy)]
@@ -249,7 +272,8 @@ pub struct Guarded {
     client: Arc<OnceLock<reqwest::Client>>,
     allow_private: bool,
     allowed: Arc<Vec<SocketAddr>>,
-    dns_server: Option<SocketAddr>,
+    /// Shared by the client and [`Guarded::check_resolved`], so both ask the same server.
+    resolver: GuardedResolver,
 }
 
 impl Guarded {
@@ -288,18 +312,18 @@ impl Guarded {
             client: Arc::new(OnceLock::new()),
             allow_private,
             allowed: Arc::new(allowed),
-            dns_server,
+            resolver: GuardedResolver {
+                allow_private,
+                dns_server,
+                resolver: Arc::new(OnceLock::new()),
+            },
         }
     }
 
     fn client(&self) -> &reqwest::Client {
         self.client.get_or_init(|| {
             let (allow_private, for_redirects) = (self.allow_private, self.allowed.clone());
-            let resolver = GuardedResolver {
-                allow_private,
-                dns_server: self.dns_server,
-                resolver: Arc::new(OnceLock::new()),
-            };
+            let resolver = self.resolver.clone();
             let redirect = reqwest::redirect::Policy::custom(move |attempt| {
                 if attempt.previous().len() >= 5 {
                     attempt.error("too many redirects (more than 5)")
@@ -324,6 +348,35 @@ impl Guarded {
 
     pub fn check(&self, url: &str) -> Result<Url, NetError> {
         check_url_allowing(url, self.allow_private, &self.allowed)
+    }
+
+    /// [`Guarded::check`], then, for a host name, a lookup now through the same resolver the
+    /// fetch uses: a URL that would be refused later is refused when it is given (create,
+    /// update). A lookup that fails or times out is not a refusal (the name may exist by the
+    /// time of the fetch), and the fetch checks again whatever DNS says then.
+    pub async fn check_resolved(&self, raw: &str) -> Result<Url, NetError> {
+        let url = self.check(raw)?;
+        if self.allow_private {
+            return Ok(url);
+        }
+        let Some(url::Host::Domain(host)) = url.host() else {
+            return Ok(url);
+        };
+        match tokio::time::timeout(CHECK_RESOLVE_TIMEOUT, self.resolver.lookup(host)).await {
+            Ok(Err(refused @ NetError::Refused(_))) => Err(refused),
+            Ok(Err(NetError::Failed(e))) => {
+                tracing::debug!(host, error = %e, "name not resolved at check; the fetch will check again");
+                Ok(url)
+            }
+            Err(_) => {
+                tracing::debug!(
+                    host,
+                    "name lookup timed out at check; the fetch will check again"
+                );
+                Ok(url)
+            }
+            Ok(Ok(_)) => Ok(url),
+        }
     }
 
     pub async fn get(&self, url: &str, limits: Limits) -> Result<Fetched, NetError> {

@@ -174,6 +174,9 @@ pub struct AttemptResult {
     pub response_excerpt: Option<String>,
     pub error: Option<String>,
     pub succeeded: bool,
+    /// The address guard refused the receiver's address: no later attempt would pass.
+    #[serde(skip)]
+    pub refused: bool,
 }
 
 /// POSTs one signed delivery and records the attempt.
@@ -228,12 +231,14 @@ pub async fn attempt(app: &AppState, delivery_id: &str) -> ApiResult<AttemptResu
                 response_excerpt: Some(excerpt),
                 error: (!ok).then(|| format!("receiver answered {}", resp.status)),
                 succeeded: ok,
+                refused: false,
             }
         }
         Err(e) => AttemptResult {
             status_code: None,
             latency_ms,
             response_excerpt: None,
+            refused: matches!(e, net::NetError::Refused(_)),
             error: Some(e.to_string()),
             succeeded: false,
         },
@@ -260,31 +265,46 @@ pub async fn deliver_job(app: &AppState, payload: &Value) -> Result<(), String> 
         .as_str()
         .ok_or("delivery job without delivery_id")?;
     let result = attempt(app, id).await.map_err(|e| e.message)?;
+    let error = result.error.unwrap_or_else(|| "delivery failed".into());
     if result.succeeded {
         Ok(())
+    } else if result.refused {
+        // The guard refuses the address on every attempt (a receiver stored before the check
+        // at create, an operator who turned the guard on, a name whose DNS now answers an
+        // internal address): retrying for hours helps nobody, so give up now.
+        give_up(app, id, &format!("its address was refused: {error}"))
+            .await
+            .map_err(|e| e.message)
     } else {
-        Err(result.error.unwrap_or_else(|| "delivery failed".into()))
+        Err(error)
     }
 }
 
 /// A delivery used every attempt: mark it failed, disable its endpoint, tell the owner.
 pub async fn delivery_exhausted(app: &AppState, payload: &Value) -> ApiResult<()> {
-    let id = payload["delivery_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = payload["delivery_id"].as_str().unwrap_or_default();
     let attempts = app.config.webhook_max_attempts;
+    give_up(
+        app,
+        id,
+        &format!("a delivery failed {attempts} times in a row"),
+    )
+    .await
+}
+
+/// Marks a delivery failed, disables its endpoint with `reason` and notifies the owner.
+async fn give_up(app: &AppState, delivery_id: &str, reason: &str) -> ApiResult<()> {
+    let (id, reason) = (delivery_id.to_string(), reason.to_string());
     app.db
         .write(move |c| {
             let Some(hook) = db::webhooks::fail_delivery(c, &id)? else { return Ok(()) };
-            let reason = format!("a delivery failed {attempts} times in a row");
             if let Some((user, url)) = db::webhooks::disable(c, &hook, &reason)? {
                 db::notifications::insert(
                     c,
                     &user,
                     "webhook.disabled",
                     "A webhook endpoint was disabled",
-                    &format!("Deliveries to {url} kept failing ({reason}). Fix the receiver, then set is_active to true."),
+                    &format!("Deliveries to {url} were given up ({reason}). Fix the receiver, then set is_active to true."),
                     &json!({"webhook_id": hook, "delivery_id": id}),
                 )?;
             }

@@ -38,6 +38,7 @@ pub(crate) struct Increment {
 
 pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let uid = ctx.user_id().to_string();
+    let base = ctx.app.config.public_base();
     match req.action.as_str() {
         "all" | "list" => {
             let body: All = req.data()?;
@@ -50,6 +51,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 .db()
                 .read(move |c| Ok(db::qr_codes::list(c, &uid, genie.as_deref())?))
                 .await?;
+            let codes: Vec<_> = codes.into_iter().map(|q| q.at(&base)).collect();
             Ok(Reply::ok(json!({"qr_codes": codes})))
         }
         "get" => {
@@ -59,7 +61,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 .read(move |c| Ok(db::qr_codes::get(c, &uid, &id)?))
                 .await?;
             Ok(Reply::ok(
-                json!({"qr_code": code.ok_or_else(|| ApiError::not_found("QR code"))?}),
+                json!({"qr_code": code.ok_or_else(|| ApiError::not_found("QR code"))?.at(&base)}),
             ))
         }
         "create" => {
@@ -74,7 +76,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                     "data.label must be at most 200 characters",
                 ));
             }
-            let base = ctx.app.config.public_base();
+            let base2 = base.clone();
             let code = ctx
                 .db()
                 .write(move |c| {
@@ -83,7 +85,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                     }
                     let slug = db::qr_codes::ensure_page_slug(c, &genie_id)?
                         .ok_or_else(ApiError::agent_not_found)?;
-                    let url = format!("{base}/g/{slug}");
+                    let url = format!("{base2}/g/{slug}");
                     Ok(db::qr_codes::insert(
                         c,
                         &uid,
@@ -92,7 +94,8 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                         &url,
                     )?)
                 })
-                .await?;
+                .await?
+                .at(&base);
             let summary = format!("created QR code for {}", code.url);
             Ok(Reply::created(json!({"qr_code": code}))
                 .record(&code.id)
@@ -125,7 +128,8 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                     db::qr_codes::add_downloads(c, &uid, &id, n)?
                         .ok_or_else(|| ApiError::not_found("QR code"))
                 })
-                .await?;
+                .await?
+                .at(&base);
             Ok(Reply::ok(json!({"qr_code": code}))
                 .summary(format!("counted {n} QR code download(s)")))
         }

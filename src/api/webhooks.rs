@@ -55,11 +55,14 @@ fn check_types(types: &[String]) -> ApiResult<()> {
     }
 }
 
-fn check_url(ctx: &Ctx, url: &str) -> ApiResult<String> {
+/// The address guard at create and update, with the name resolved now: a receiver on an
+/// internal address is refused here rather than retried for hours by the delivery job.
+async fn check_url(ctx: &Ctx, url: &str) -> ApiResult<String> {
     let u = ctx
         .app
         .net
-        .check(url)
+        .check_resolved(url)
+        .await
         .map_err(|e| ApiError::validation(format!("data.url: {e}")))?;
     Ok(u.to_string())
 }
@@ -95,7 +98,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         }
         "create" => {
             let body: CreateWebhook = req.data()?;
-            let url = check_url(ctx, &body.url)?;
+            let url = check_url(ctx, &body.url).await?;
             let types = body.event_types.unwrap_or_else(|| vec!["*".into()]);
             check_types(&types)?;
             check_description(body.description.as_deref())?;
@@ -132,7 +135,10 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         "update" => {
             let id = req.uuid()?;
             let body: UpdateWebhook = req.data()?;
-            let url = body.url.as_deref().map(|u| check_url(ctx, u)).transpose()?;
+            let url = match body.url.as_deref() {
+                Some(u) => Some(check_url(ctx, u).await?),
+                None => None,
+            };
             if let Some(t) = &body.event_types {
                 check_types(t)?;
             }

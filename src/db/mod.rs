@@ -14,6 +14,7 @@ pub mod lead_notes;
 pub mod leads;
 pub mod marketplace;
 pub mod notifications;
+pub mod page_chat;
 pub mod qr_codes;
 pub mod sessions;
 pub mod teams;

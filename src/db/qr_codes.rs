@@ -15,9 +15,26 @@ pub struct QrCode {
     pub download_count: i64,
     pub is_deleted: bool,
     pub created_at: String,
+    /// The genie's page slug now; `url` is rebuilt from it by [`QrCode::at`].
+    #[serde(skip)]
+    pub page_slug: Option<String>,
 }
 
-const COLS: &str = "id, genie_id, label, url, download_count, is_deleted, created_at";
+impl QrCode {
+    /// The record as shown: its link built from the public base URL of this run and the
+    /// genie's slug, so a restart with another `--public-url` moves every code along. The
+    /// stored `url` (the link when it was made) stays as the fallback.
+    pub fn at(mut self, base: &str) -> QrCode {
+        if let Some(slug) = self.page_slug.as_deref().filter(|s| !s.is_empty()) {
+            self.url = format!("{}/g/{slug}", base.trim_end_matches('/'));
+        }
+        self
+    }
+}
+
+const COLS: &str =
+    "q.id, q.genie_id, q.label, q.url, q.download_count, q.is_deleted, q.created_at, g.page_slug";
+const FROM: &str = "qr_codes q LEFT JOIN genies g ON g.id = q.genie_id";
 
 fn from_row(r: &Row) -> rusqlite::Result<QrCode> {
     Ok(QrCode {
@@ -28,6 +45,7 @@ fn from_row(r: &Row) -> rusqlite::Result<QrCode> {
         download_count: r.get(4)?,
         is_deleted: r.get(5)?,
         created_at: r.get(6)?,
+        page_slug: r.get(7)?,
     })
 }
 
@@ -92,7 +110,9 @@ pub fn insert(
 /// The user's QR code unless it is soft-deleted.
 pub fn get(c: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Option<QrCode>> {
     c.query_row(
-        &format!("SELECT {COLS} FROM qr_codes WHERE id = ?1 AND user_id = ?2 AND is_deleted = 0"),
+        &format!(
+            "SELECT {COLS} FROM {FROM} WHERE q.id = ?1 AND q.user_id = ?2 AND q.is_deleted = 0"
+        ),
         [id, user_id],
         from_row,
     )
@@ -105,8 +125,8 @@ pub fn list(
     genie_id: Option<&str>,
 ) -> rusqlite::Result<Vec<QrCode>> {
     let mut st = c.prepare_cached(&format!(
-        "SELECT {COLS} FROM qr_codes WHERE user_id = ?1 AND is_deleted = 0 AND (?2 IS NULL OR genie_id = ?2)
-         ORDER BY created_at DESC, id DESC"
+        "SELECT {COLS} FROM {FROM} WHERE q.user_id = ?1 AND q.is_deleted = 0 AND (?2 IS NULL OR q.genie_id = ?2)
+         ORDER BY q.created_at DESC, q.id DESC"
     ))?;
     st.query_map(params![user_id, genie_id], from_row)?
         .collect()

@@ -244,6 +244,12 @@ pub const ACTIONS: &[Action] = &[
         Some(s::<documents::SearchReq>),
         No,
     ),
+    a(
+        "knowledge-base",
+        "retry",
+        Some(s::<documents::RetryReq>),
+        Required,
+    ),
     a("lead-notes", "all", Some(s::<lead_notes::LeadRef>), No),
     a("lead-notes", "list", Some(s::<lead_notes::LeadRef>), No),
     a("lead-notes", "get", None, Required),

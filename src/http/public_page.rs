@@ -13,7 +13,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -21,7 +20,7 @@ use crate::app::AppState;
 use crate::auth::{self, Credential};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
-use crate::llm::{ChatRequest, Message};
+use crate::page_chat::{self, PageGenie};
 
 const PAGE: &str = include_str!("../../assets/page/page.html");
 const CHAT: &str = include_str!("../../assets/page/chat.html");
@@ -29,13 +28,6 @@ const WIDGET: &str = include_str!("../../assets/page/widget.html");
 const NOT_FOUND: &str = include_str!("../../assets/page/not_found.html");
 const CSS: &str = include_str!("../../assets/page/page.css");
 const JS: &str = include_str!("../../assets/page/page.js");
-
-/// The reply the text chat gives when no LLM endpoint is configured.
-pub const NOT_CONFIGURED_REPLY: &str = "Voice is not configured for this genie yet: the service has no language model \
-     set up (the operator can set --llm-base-url), so it cannot answer. Your message was recorded.";
-
-const MAX_MESSAGE_CHARS: usize = 2000;
-const MAX_TURNS: usize = 200;
 
 /// Marks a response whose body must reach the client as it is (HTML pages and their 404).
 #[derive(Clone, Copy, Debug)]
@@ -99,45 +91,6 @@ pub fn escape(s: &str) -> String {
         }
     }
     out
-}
-
-/// What the page shows of a genie.
-#[derive(Debug, Clone)]
-pub struct PageGenie {
-    pub id: String,
-    pub user_id: String,
-    pub name: String,
-    pub slug: String,
-    pub welcome: Option<String>,
-    pub branding: Value,
-    pub external_agent_id: Option<String>,
-    pub system_prompt: Option<String>,
-    pub temperature: Option<f64>,
-    pub max_tokens: Option<i64>,
-}
-
-fn find_active(c: &Connection, slug: &str) -> rusqlite::Result<Option<PageGenie>> {
-    c.query_row(
-        "SELECT id, user_id, name, page_slug, web_welcome_message, branding, external_agent_id, system_prompt,
-                temperature, max_tokens
-         FROM genies WHERE page_slug = ?1 AND is_active = 1",
-        [slug],
-        |r| {
-            Ok(PageGenie {
-                id: r.get(0)?,
-                user_id: r.get(1)?,
-                name: r.get(2)?,
-                slug: r.get(3)?,
-                welcome: r.get(4)?,
-                branding: db::json_col(r.get(5)?, json!({})),
-                external_agent_id: r.get(6)?,
-                system_prompt: r.get(7)?,
-                temperature: r.get(8)?,
-                max_tokens: r.get(9)?,
-            })
-        },
-    )
-    .optional()
 }
 
 /// `#rgb` or `#rrggbb`, as (r, g, b); anything else is ignored (no CSS injection).
@@ -209,6 +162,16 @@ pub fn render_page(g: &PageGenie, provider: &str) -> String {
         }
         _ => ("chat", CHAT.to_string()),
     };
+    // The greeting opens the chat log, as it opens the conversation record.
+    let first = page_chat::first_message(g)
+        .map(|m| {
+            format!(
+                r#"<li class="agent"><span class="visually-hidden">{}: </span>{}</li>"#,
+                escape(&g.name),
+                escape(m)
+            )
+        })
+        .unwrap_or_default();
     PAGE.replace("{{start}}", &start)
         .replace("{{logo}}", &logo)
         .replace("{{accent}}", &css_color(accent))
@@ -219,10 +182,12 @@ pub fn render_page(g: &PageGenie, provider: &str) -> String {
         .replace("{{slug}}", &escape(&g.slug))
         .replace("{{welcome}}", &escape(&welcome))
         .replace("{{name}}", &escape(&g.name))
+        // Last, so that text in the message is never taken for a placeholder.
+        .replace("{{first_message}}", &first)
 }
 
 async fn page(State(app): State<AppState>, Path(slug): Path<String>) -> Response {
-    let found = app.db.read(move |c| Ok(find_active(c, &slug)?)).await;
+    let found = page_chat::find_active(&app, &slug).await;
     match found {
         Ok(Some(g)) => html(StatusCode::OK, render_page(&g, app.voice.name())),
         Ok(None) => html(StatusCode::NOT_FOUND, NOT_FOUND.to_string()),
@@ -236,12 +201,6 @@ struct ChatIn {
     #[serde(default, alias = "conversationId")]
     conversation_id: Option<String>,
     message: String,
-}
-
-struct Convo {
-    id: String,
-    started_at: String,
-    transcript: Vec<crate::voice::Turn>,
 }
 
 /// Per-address limit on the public chat: it needs no account, and each message can cost an
@@ -293,147 +252,13 @@ async fn chat_inner(app: &AppState, slug: String, body: &[u8]) -> ApiResult<Valu
     let raw = serde_json::from_slice::<Value>(body)
         .map_err(|e| ApiError::validation(format!("request body is not valid JSON: {e}")))?;
     let input: ChatIn = crate::api::parse_value(&raw, "body")?;
-    let message = input.message.trim().to_string();
-    if message.is_empty() || message.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(ApiError::validation(format!(
-            "message must be 1 to {MAX_MESSAGE_CHARS} characters"
-        )));
-    }
     let conv_id = input
         .conversation_id
         .filter(|s| !s.is_empty())
         .map(|s| crate::api::parse_uuid(&s, "conversation_id"))
         .transpose()?;
-    let (genie, convo) = app
-        .db
-        .read(move |c| {
-            let g = find_active(c, &slug)?.ok_or_else(ApiError::agent_not_found)?;
-            let convo = match conv_id {
-                None => None,
-                Some(id) => Some(
-                    c.query_row(
-                        "SELECT id, started_at, transcript FROM conversations
-                         WHERE id = ?1 AND genie_id = ?2 AND channel = 'web' AND status = 'in-progress'",
-                        [&id, &g.id],
-                        |r| Ok(Convo { id: r.get(0)?, started_at: r.get(1)?, transcript: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default() }),
-                    )
-                    .optional()?
-                    .ok_or_else(|| ApiError::not_found("conversation"))?,
-                ),
-            };
-            Ok((g, convo))
-        })
-        .await?;
-    if convo
-        .as_ref()
-        .is_some_and(|c| c.transcript.len() + 2 > MAX_TURNS)
-    {
-        return Err(ApiError::validation(format!(
-            "this conversation has reached {MAX_TURNS} turns; start a new one"
-        )));
-    }
-    let now = chrono::Utc::now();
-    let started_at = convo
-        .as_ref()
-        .map(|c| c.started_at.clone())
-        .unwrap_or_else(|| db::fmt_time(now));
-    let elapsed = chrono::DateTime::parse_from_rfc3339(&started_at)
-        .map(|t| {
-            (now - t.with_timezone(&chrono::Utc))
-                .num_milliseconds()
-                .max(0) as f64
-                / 1000.0
-        })
-        .unwrap_or(0.0);
-    let mut transcript = convo
-        .as_ref()
-        .map(|c| c.transcript.clone())
-        .unwrap_or_default();
-    let (reply, configured) = match &app.llm {
-        None => (NOT_CONFIGURED_REPLY.to_string(), false),
-        Some(llm) => {
-            let system = genie
-                .system_prompt
-                .clone()
-                .filter(|s| !s.trim().is_empty())
-                .unwrap_or_else(|| format!("You are {}, a helpful assistant.", genie.name));
-            let mut messages = vec![Message::new("system", system)];
-            for t in &transcript {
-                messages.push(Message::new(
-                    if t.role == "user" {
-                        "user"
-                    } else {
-                        "assistant"
-                    },
-                    t.message.clone(),
-                ));
-            }
-            messages.push(Message::new("user", message.clone()));
-            let req = ChatRequest {
-                model: llm.default_model.clone(),
-                messages,
-                tools: None,
-                temperature: genie.temperature,
-                max_tokens: genie.max_tokens,
-            };
-            let out = llm.chat(&req).await.map_err(|e| {
-                tracing::warn!(error = %e, "public page chat: LLM call failed");
-                ApiError::upstream("the genie could not answer right now; try again")
-            })?;
-            let text = out.message.content.unwrap_or_default().trim().to_string();
-            if text.is_empty() {
-                return Err(ApiError::upstream(
-                    "the genie sent an empty answer; try again",
-                ));
-            }
-            (text, true)
-        }
-    };
-    let secs = (elapsed * 10.0).round() / 10.0;
-    transcript.push(crate::voice::Turn {
-        role: "user".into(),
-        message: message.clone(),
-        time_in_call_secs: secs,
-    });
-    if configured {
-        transcript.push(crate::voice::Turn {
-            role: "agent".into(),
-            message: reply.clone(),
-            time_in_call_secs: secs,
-        });
-    }
-    let is_new = convo.is_none();
-    let id = convo.map(|c| c.id).unwrap_or_else(db::new_id);
-    let (gid, uid, tjson) = (
-        genie.id.clone(),
-        genie.user_id.clone(),
-        serde_json::to_string(&transcript)?,
-    );
-    let duration = elapsed.round() as i64;
-    let id2 = id.clone();
-    let record = app
-        .db
-        .write(move |c| {
-            let at = db::now();
-            if is_new {
-                let meta = json!({"source": "public_page", "llm_configured": configured}).to_string();
-                c.execute(
-                    "INSERT INTO conversations (id, user_id, genie_id, channel, status, started_at, duration_seconds,
-                         transcript, metadata, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, 'web', 'in-progress', ?4, 0, ?5, ?6, ?7, ?7)",
-                    params![id2, uid, gid, started_at, tjson, meta, at],
-                )?;
-            } else {
-                c.execute(
-                    "UPDATE conversations SET transcript = ?2, duration_seconds = ?3, updated_at = ?4 WHERE id = ?1",
-                    params![id2, tjson, duration, at],
-                )?;
-            }
-            Ok(json!({"id": id2, "genie_id": gid, "channel": "web", "turns": transcript.len()}))
-        })
-        .await?;
-    tracing::debug!(conversation = %record["id"], turns = %record["turns"], "public page chat recorded");
-    Ok(json!({"conversation_id": id, "reply": reply, "configured": configured}))
+    let answer = page_chat::chat(app, slug, conv_id, &input.message).await?;
+    Ok(json!(answer))
 }
 
 // ---- QR images ---------------------------------------------------------------------------
@@ -449,7 +274,8 @@ async fn qr_url(app: &AppState, headers: &HeaderMap, id: &str) -> ApiResult<Stri
         .db
         .read(move |c| Ok(db::qr_codes::get(c, &uid, &id)?))
         .await?;
-    Ok(code.ok_or_else(|| ApiError::not_found("QR code"))?.url)
+    let code = code.ok_or_else(|| ApiError::not_found("QR code"))?;
+    Ok(code.at(&app.config.public_base()).url)
 }
 
 fn qr_code(url: &str) -> ApiResult<qrcode::QrCode> {
@@ -529,8 +355,10 @@ mod tests {
             slug: "ada".into(),
             welcome: Some("Hi \"there\"".into()),
             branding: json!({"primary_color": "#ffcc00", "logo_url": "javascript:alert(1)"}),
+            first_message: Some("Hello <there> & welcome".into()),
             external_agent_id: Some("agent_123".into()),
             system_prompt: None,
+            llm_model: "m".into(),
             temperature: None,
             max_tokens: None,
         }
@@ -551,6 +379,7 @@ mod tests {
         let p = render_page(&genie(), "local");
         assert!(p.contains("Ada &lt;b&gt;"));
         assert!(p.contains("Hi &quot;there&quot;"));
+        assert!(p.contains("</span>Hello &lt;there&gt; &amp; welcome</li>"));
         assert!(p.contains("--accent: #ffcc00; --accent-text: #000000"));
         assert!(!p.contains("javascript:"));
         let mut g = genie();

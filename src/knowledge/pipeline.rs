@@ -37,6 +37,23 @@ pub fn enqueue_extract(c: &Connection, doc_id: &str) -> rusqlite::Result<i64> {
     )
 }
 
+/// Puts a failed document back into the pipeline, inside the caller's transaction: at
+/// `pending_optimization` when the text extracted before the failure is still stored (the
+/// source is not fetched or parsed again), else at `pending_extraction`. Returns the status.
+pub fn requeue(
+    c: &Connection,
+    d: &Document,
+    store: &super::store::Store,
+) -> rusqlite::Result<&'static str> {
+    let (status, kind) = match &d.content_hash {
+        Some(h) if store.exists(h) => ("pending_optimization", OPTIMIZE),
+        _ => ("pending_extraction", EXTRACT),
+    };
+    docs::set_status(c, &d.id, status, None)?;
+    jobs::enqueue(c, kind, &json!({"document_id": d.id}), Duration::ZERO, None)?;
+    Ok(status)
+}
+
 pub async fn run(app: &AppState, job: &Job) -> Result<(), String> {
     let id = |k: &str| {
         job.payload[k]

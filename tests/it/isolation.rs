@@ -122,6 +122,8 @@ const TABLE: &[Row] = &[
     r("knowledge-base", "sync-with-agent", None, r#"{"oldDocId":"$doc","newDocId":"$doc"}"#, NF),
     r("knowledge-base", "search", None, r#"{"query":"zebracorn","agentId":"$genie"}"#, ANF),
     r("knowledge-base", "search", None, r#"{"query":"zebracorn"}"#, Exp::Own(200)),
+    r("knowledge-base", "retry", Some("$doc"), "{}", NF),
+    r("knowledge-base", "retry", Some("$pubdoc"), "{}", FB),
     // document-folders
     r("document-folders", "all", None, "{}", Exp::Own(200)),
     r("document-folders", "list", None, "{}", Exp::Own(200)),

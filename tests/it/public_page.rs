@@ -1,13 +1,13 @@
 //! The public genie page: HTML rendering, HTML 404, headless Chromium rendering the welcome
-//! message, and the text chat recording a `web` conversation (with and without an LLM).
+//! and first messages, and the text chat recording a `web` conversation (with and without an
+//! LLM): the genie's model, temperature, max_tokens and first message, and answers from its
+//! attached documents with the passages cited.
 
-use axum::routing::post;
-use axum::{Json, Router};
 use reqwest::Method;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
 
 use crate::common::browser::{Browser, dump_dom};
+use crate::common::fakes::openai::{Completion, Expect, FakeOpenAi, Turn};
 use crate::common::*;
 
 /// The recorded conversation as its owner reads it through the conversations resource.
@@ -145,12 +145,8 @@ async fn chat_without_llm_records_the_conversation_and_says_so() {
         .await;
     let d = r.ok(200).clone();
     assert_eq!(d["configured"], json!(false));
-    assert!(
-        d["reply"]
-            .as_str()
-            .unwrap()
-            .contains("Voice is not configured")
-    );
+    // The visitor reads a plain sentence, nothing meant for the operator.
+    assert_eq!(d["reply"], json!("This assistant can't chat right now."));
     let cid = d["conversation_id"].as_str().unwrap().to_string();
     let (user, genie, channel, transcript) = conversation(&app, &owner, &cid).await;
     assert_eq!(
@@ -161,77 +157,77 @@ async fn chat_without_llm_records_the_conversation_and_says_so() {
     assert_eq!(transcript[0]["role"], json!("user"));
     assert_eq!(transcript[0]["message"], json!("Hello?"));
     assert!(transcript[0]["time_in_call_secs"].is_number());
-}
 
-#[derive(Clone, Default)]
-struct FakeLlm {
-    seen: Arc<Mutex<Vec<Value>>>,
-}
-
-async fn fake_llm() -> (String, FakeLlm) {
-    let fake = FakeLlm::default();
-    let f2 = fake.clone();
-    let router = Router::new().route(
-        "/v1/chat/completions",
-        post(move |headers: axum::http::HeaderMap, Json(body): Json<Value>| {
-            let f = f2.clone();
-            async move {
-                assert_eq!(headers.get("authorization").and_then(|v| v.to_str().ok()), Some("Bearer llm-test-key"));
-                let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
-                f.seen.lock().unwrap().push(body);
-                Json(json!({"choices": [{"message": {"role": "assistant", "content": format!("You said: {last}")}, "finish_reason": "stop"}]}))
-            }
-        }),
+    // The owner is told why, and what the operator can do.
+    let g = app
+        .call(&owner.token, "genies", "get", Some(json!(gid)), json!({}))
+        .await;
+    let page = &g.ok(200)["genie"]["page"];
+    assert_eq!(page["status"], json!("chat_unavailable"), "{page}");
+    assert!(
+        page["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("--llm-base-url")),
+        "{page}"
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (format!("http://{addr}/v1"), fake)
 }
 
-#[tokio::test]
-async fn chat_with_llm_replies_and_appends_to_the_same_conversation() {
-    let (llm_url, fake) = fake_llm().await;
-    let app = TestApp::spawn_with(|c| {
-        c.llm_base_url = Some(llm_url.clone());
-        c.llm_api_key = Some(genied::config::Secret("llm-test-key".into()));
-    })
-    .await;
-    let owner = app.standard().await;
-    insert_genie_with(
-        &app,
-        &owner,
-        "Chef",
-        json!({"page_slug": "chef", "system_prompt": "You are a chef."}),
+/// Posts one message to the page chat of `slug`.
+async fn say(app: &TestApp, slug: &str, conversation: Option<&str>, message: &str) -> Resp {
+    let body = json!({"conversation_id": conversation, "message": message}).to_string();
+    app.raw(
+        Method::POST,
+        &format!("/g/{slug}/chat"),
+        &[("content-type", "application/json")],
+        body,
     )
-    .await;
+    .await
+}
 
+/// Creates a text document through the API, attached to `genie` when given, and waits
+/// (bounded) for the pipeline to complete it.
+async fn document(
+    app: &TestApp,
+    owner: &User,
+    title: &str,
+    content: &str,
+    genie: Option<&str>,
+) -> String {
+    let mut data = json!({"title": title, "content": content});
+    if let Some(g) = genie {
+        data["agentId"] = json!(g);
+    }
     let r = app
-        .raw(
-            Method::POST,
-            "/g/chef/chat",
-            &[("content-type", "application/json")],
-            r#"{"message": "Soup?"}"#,
-        )
+        .call(&owner.token, "knowledge-base", "create", None, data)
         .await;
-    let d = r.ok(200).clone();
-    assert_eq!(d["configured"], json!(true));
-    assert_eq!(d["reply"], json!("You said: Soup?"));
-    let cid = d["conversation_id"].as_str().unwrap().to_string();
-    let body = json!({"conversation_id": cid, "message": "Salt?"}).to_string();
-    let r = app
-        .raw(
-            Method::POST,
-            "/g/chef/chat",
-            &[("content-type", "application/json")],
-            body,
-        )
-        .await;
-    assert_eq!(r.ok(200)["conversation_id"], json!(cid));
+    let id = r.ok(201)["document"]["id"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        app.run_jobs().await;
+        let r = app
+            .call(
+                &owner.token,
+                "knowledge-base",
+                "get",
+                Some(json!(id)),
+                json!({}),
+            )
+            .await;
+        let status = r.ok(200)["document"]["status"].clone();
+        if status == json!("completed") {
+            return id;
+        }
+        assert!(
+            status != json!("failed") && std::time::Instant::now() < deadline,
+            "document {title}: {}",
+            r.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
 
-    let (_, _, channel, transcript) = conversation(&app, &owner, &cid).await;
-    assert_eq!(channel, "web");
-    let turns: Vec<(String, String)> = transcript
+fn turns(transcript: &Value) -> Vec<(String, String)> {
+    transcript
         .as_array()
         .unwrap()
         .iter()
@@ -241,36 +237,142 @@ async fn chat_with_llm_replies_and_appends_to_the_same_conversation() {
                 t["message"].as_str().unwrap().into(),
             )
         })
-        .collect();
+        .collect()
+}
+
+const GREETING: &str = "Welcome to Sunny Bakery! Ask me about our bread.";
+const PRICE: &str = "Our sourdough loaf costs 6 euros and is baked at dawn.";
+
+#[tokio::test]
+async fn chat_answers_from_the_genies_documents_with_its_own_model_and_greeting() {
+    let llm = FakeOpenAi::start(Expect::Any).await;
+    let app = TestApp::spawn_with(|c| llm.configure(c)).await;
+    let owner = app.standard().await;
+    let gid = insert_genie_with(
+        &app,
+        &owner,
+        "Sunny",
+        json!({"page_slug": "sunny", "system_prompt": "You are the bakery's assistant.",
+               "llm_model": "bakery-model-7", "temperature": 0.3, "max_tokens": 321,
+               "first_message": GREETING}),
+    )
+    .await;
+    let price = document(&app, &owner, "Price list", PRICE, Some(&gid)).await;
+    document(
+        &app,
+        &owner,
+        "Parking",
+        "Parking is behind the old church.",
+        Some(&gid),
+    )
+    .await;
+    // The same words, in a document of the owner that is NOT attached to this genie.
+    document(
+        &app,
+        &owner,
+        "Other shop",
+        "The sourdough loaf at the other shop costs 9 marks.",
+        None,
+    )
+    .await;
+
+    // The page greets with the first message.
+    let html = app
+        .client
+        .get(format!("{}/g/sunny", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(r#"<li class="agent"><span class="visually-hidden">Sunny: </span>Welcome to Sunny Bakery! Ask me about our bread.</li>"#),
+        "{html}"
+    );
+
+    llm.expect_completion(Completion {
+        model: "bakery-model-7".into(),
+        temperature: Some(0.3),
+        max_tokens: Some(321),
+        system_contains: vec!["You are the bakery's assistant.".into(), PRICE.into()],
+        nowhere: vec!["9 marks".into()],
+    });
+    llm.push([
+        Turn::Answer("It costs 6 euros."),
+        Turn::Answer("Behind the old church."),
+    ]);
+    let r = say(&app, "sunny", None, "How much is the sourdough loaf?").await;
+    assert_eq!(llm.problems(), Vec::<String>::new());
+    let d = r.ok(200).clone();
+    assert_eq!(d["configured"], json!(true));
+    assert_eq!(d["reply"], json!("It costs 6 euros."));
+    let cited = d["citations"].as_array().unwrap();
+    assert_eq!(cited.len(), 1, "{d}");
     assert_eq!(
-        turns,
+        cited[0],
+        json!({"document_id": price, "name": "Price list", "passage": PRICE})
+    );
+    let cid = d["conversation_id"].as_str().unwrap().to_string();
+    // The next message retrieves for its own words.
+    llm.expect_completion(Completion {
+        model: "bakery-model-7".into(),
+        temperature: Some(0.3),
+        max_tokens: Some(321),
+        system_contains: vec!["Parking is behind the old church.".into()],
+        nowhere: vec!["9 marks".into()],
+    });
+    let r = say(&app, "sunny", Some(&cid), "Where can I park the car?").await;
+    assert_eq!(llm.problems(), Vec::<String>::new());
+    let d = r.ok(200).clone();
+    assert_eq!(d["citations"][0]["name"], json!("Parking"), "{d}");
+
+    assert_eq!(llm.problems(), Vec::<String>::new());
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 2);
+    // The model saw the greeting as its own first turn.
+    assert_eq!(
+        reqs[0].body["messages"][1],
+        json!({"role": "assistant", "content": GREETING})
+    );
+    assert_eq!(reqs[1].body["messages"].as_array().unwrap().len(), 5);
+
+    // The record opens with the greeting; each answer keeps the passages it was given.
+    let (_, genie, channel, transcript) = conversation(&app, &owner, &cid).await;
+    assert_eq!((genie.as_str(), channel.as_str()), (gid.as_str(), "web"));
+    assert_eq!(
+        turns(&transcript),
         vec![
-            ("user".into(), "Soup?".into()),
-            ("agent".into(), "You said: Soup?".into()),
-            ("user".into(), "Salt?".into()),
-            ("agent".into(), "You said: Salt?".into()),
+            ("agent".into(), GREETING.into()),
+            ("user".into(), "How much is the sourdough loaf?".into()),
+            ("agent".into(), "It costs 6 euros.".into()),
+            ("user".into(), "Where can I park the car?".into()),
+            ("agent".into(), "Behind the old church.".into()),
         ]
     );
-    let seen = fake.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 2);
     assert_eq!(
-        seen[1]["messages"][0],
-        json!({"role": "system", "content": "You are a chef."})
+        transcript[2]["citations"],
+        json!([{"document_id": price, "name": "Price list", "passage": PRICE}])
     );
-    assert_eq!(seen[1]["messages"].as_array().unwrap().len(), 4);
-    assert_eq!(app.count("conversations").await, 1);
+    assert!(transcript[1].get("citations").is_none(), "{transcript}");
+
+    // The owner's view of the genie: the page can chat.
+    let g = app
+        .call(&owner.token, "genies", "get", Some(json!(gid)), json!({}))
+        .await;
+    let page = &g.ok(200)["genie"]["page"];
+    assert_eq!(
+        (page["status"].clone(), page["warning"].clone()),
+        (json!("ready"), Value::Null),
+        "{page}"
+    );
 
     // An unknown conversation id is refused and records nothing.
-    let body = json!({"conversation_id": genied::db::new_id(), "message": "x"}).to_string();
-    app.raw(
-        Method::POST,
-        "/g/chef/chat",
-        &[("content-type", "application/json")],
-        body,
-    )
-    .await
-    .err(404, "NOT_FOUND");
+    say(&app, "sunny", Some(&genied::db::new_id()), "x")
+        .await
+        .err(404, "NOT_FOUND");
     assert_eq!(app.count("conversations").await, 1);
+    assert_eq!(llm.requests().len(), 2);
 }
 
 #[tokio::test]
@@ -308,7 +410,8 @@ async fn the_text_chat_works_in_a_real_browser() {
         &app,
         &owner,
         "Helper",
-        json!({"page_slug": "helper", "web_welcome_message": "Ask me anything"}),
+        json!({"page_slug": "helper", "web_welcome_message": "Ask me anything",
+               "first_message": "Hi, I am Helper & glad you came."}),
     )
     .await;
     let page_url = format!("{}/g/helper", app.base);
@@ -320,10 +423,13 @@ async fn the_text_chat_works_in_a_real_browser() {
         // Each wait is for a condition, up to 50 s (the machine may be busy).
         for (let i = 0; i < 2000 && !(document.getElementById('start') && document.readyState === 'complete'); i++) await wait(25);
         document.getElementById('start').click();
+        const log = document.getElementById('log');
+        // The greeting is there, and visible, before anything is sent.
+        const first = log.children.length + ':' + (log.offsetParent !== null) + ':' + (log.children[0] ? log.children[0].className + ':' + log.children[0].textContent : '');
         document.getElementById('message').value = 'Hello from a real browser';
         document.getElementById('chat-form').requestSubmit();
-        for (let i = 0; i < 2000 && document.getElementById('log').children.length < 2; i++) await wait(25);
-        return document.getElementById('log').textContent + ' | ' + document.getElementById('status').textContent;
+        for (let i = 0; i < 2400 && log.children.length < 3; i++) await wait(25);
+        return first + ' | ' + log.textContent + ' | ' + document.getElementById('status').textContent;
     })()"#;
     let log = page.evaluate(script).await;
     let log = log
@@ -331,11 +437,16 @@ async fn the_text_chat_works_in_a_real_browser() {
         .map(str::to_string)
         .unwrap_or_else(|| format!("no string in {log}"));
     drop(browser);
+    assert!(
+        log.starts_with("1:true:agent:Helper: Hi, I am Helper & glad you came. | "),
+        "the greeting opens the visible chat log: {log}"
+    );
     assert!(log.contains("Hello from a real browser"), "page log: {log}");
     assert!(
-        log.to_lowercase().contains("not configured"),
+        log.contains("This assistant can't chat right now."),
         "the page shows the reply: {log}"
     );
+    assert!(!log.contains("--llm-base-url"), "{log}");
 
     // The owner sees the conversation through the conversations resource.
     let r = app
@@ -352,5 +463,11 @@ async fn the_text_chat_works_in_a_real_browser() {
     let (_, _, channel, transcript) =
         conversation(&app, &owner, convs[0]["id"].as_str().unwrap()).await;
     assert_eq!(channel, "web");
-    assert_eq!(transcript[0]["message"], json!("Hello from a real browser"));
+    assert_eq!(
+        turns(&transcript),
+        vec![
+            ("agent".into(), "Hi, I am Helper & glad you came.".into()),
+            ("user".into(), "Hello from a real browser".into()),
+        ]
+    );
 }

@@ -255,3 +255,127 @@ async fn qr_code_lifecycle_and_isolation() {
     let text = acts.ok(200).to_string();
     assert!(text.contains("created QR code for"), "{text}");
 }
+
+/// The QR record and its image carry the public URL of the run that serves them: a restart
+/// with another public URL (here, another port) moves the same record along.
+#[tokio::test]
+async fn qr_codes_follow_the_public_url_after_a_restart() {
+    let app = TestApp::spawn().await;
+    let alice = app.standard().await;
+    let genie = insert_genie(&app, &alice, "Front Desk").await;
+    let r = app
+        .call(
+            &alice.token,
+            "qr-code",
+            "create",
+            None,
+            json!({"genie_id": genie}),
+        )
+        .await;
+    let qr = r.ok(201)["qr_code"].clone();
+    let id = qr["id"].as_str().unwrap().to_string();
+    let first = qr["url"].as_str().unwrap().to_string();
+    let slug = first
+        .strip_prefix(&format!("{}/g/", app.base))
+        .unwrap_or_else(|| panic!("{first} is not under {}", app.base))
+        .to_string();
+
+    let old_base = app.base.clone();
+    let app = app.restart().await;
+    assert_ne!(app.base, old_base, "the restart must change the public URL");
+    let want = format!("{}/g/{slug}", app.base);
+    let got = app
+        .call(&alice.token, "qr-code", "get", Some(json!(id)), json!({}))
+        .await;
+    assert_eq!(got.ok(200)["qr_code"]["url"], json!(want));
+    let all = app
+        .call(&alice.token, "qr-code", "all", None, json!({}))
+        .await;
+    assert_eq!(all.ok(200)["qr_codes"][0]["url"], json!(want));
+    let inc = app
+        .call(
+            &alice.token,
+            "qr-code",
+            "increment-download",
+            Some(json!(id)),
+            json!({}),
+        )
+        .await;
+    assert_eq!(inc.ok(200)["qr_code"]["url"], json!(want));
+    // The image encodes the new link too.
+    let png = app
+        .client
+        .get(format!("{}/v1/qr-code/{id}/image.png", app.base))
+        .bearer_auth(&alice.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(png.status(), 200);
+    let img = image::load_from_memory(&png.bytes().await.unwrap())
+        .unwrap()
+        .to_luma8();
+    let mut prepared = rqrr::PreparedImage::prepare(img);
+    let grids = prepared.detect_grids();
+    assert_eq!(grids.len(), 1);
+    assert_eq!(grids[0].decode().unwrap().1, want);
+}
+
+/// Kills the service when the test ends, pass or fail.
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the real binary and returns what it logged before it said it was listening.
+async fn log_until_listening(listen: &str, public_url: &str) -> String {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut served = Served(
+        std::process::Command::new(env!("CARGO_BIN_EXE_genied"))
+            .args(["serve", "--listen", listen, "--public-url", public_url])
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env("GENIED_LOG_FORMAT", "text")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let out = served.0.stdout.take().unwrap();
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut seen = String::new();
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if line.contains("listening") {
+                return Some(seen);
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        None
+    });
+    let seen = tokio::time::timeout(std::time::Duration::from_secs(60), reader)
+        .await
+        .expect("genied did not start listening within 60 s")
+        .unwrap()
+        .expect("genied exited before listening");
+    drop(served);
+    seen
+}
+
+#[tokio::test]
+async fn a_loopback_public_url_on_a_public_listener_is_warned_about_at_start() {
+    let warned = log_until_listening("0.0.0.0:0", "http://127.0.0.1:8080").await;
+    assert!(
+        warned.contains("WARN")
+            && warned.contains("the public URL http://127.0.0.1:8080 names this machine only")
+            && warned.contains("--public-url"),
+        "{warned}"
+    );
+    // Control: listening on loopback itself, the same public URL is right.
+    let quiet = log_until_listening("127.0.0.1:0", "http://127.0.0.1:8080").await;
+    assert!(!quiet.contains("names this machine only"), "{quiet}");
+}

@@ -17,7 +17,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use genied::net::{Guarded, Limits, NetError};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::*;
 
@@ -252,27 +252,23 @@ fn urlencode(s: &str) -> String {
 }
 
 /// A strict service (the production default: no private outbound).
-/// The document once its pipeline has ended (or as it stands after a bounded wait). The
-/// background worker may hold the job, so this both runs due jobs and polls.
-async fn settled_document(app: &TestApp, token: &str, id: Value) -> Value {
-    let mut d = json!(null);
-    for _ in 0..500 {
-        app.run_jobs().await;
-        d = app
-            .call(token, "knowledge-base", "get", Some(id.clone()), json!({}))
-            .await
-            .ok(200)["document"]
-            .clone();
-        if d["status"] == json!("failed") || d["status"] == json!("completed") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    d
-}
-
 async fn strict_app() -> TestApp {
     TestApp::spawn_with(|c| c.allow_private_outbound = false).await
+}
+
+/// Asserts a 400 refusal that names the field, and, when it is the address guard's, the
+/// flag that opens it.
+#[track_caller]
+fn assert_field_refused(r: &Resp, field: &str, url: &str) {
+    r.err(400, "VALIDATION_ERROR");
+    let msg = r.body["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with(&format!("{field}: ")), "{url}: {msg}");
+    if !msg.contains("not a valid URL") {
+        assert!(
+            msg.contains("not allowed") && msg.contains("--allow-private-outbound"),
+            "{url}: {msg}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -280,12 +276,9 @@ async fn knowledge_base_and_webhooks_refuse_internal_urls() {
     let target = start("127.0.0.1").await;
     let app = strict_app().await;
     let u = app.standard().await;
-    // Literal addresses are refused when the request is made: 400 naming the address.
-    let literal: Vec<String> = internal_urls(target.addr.port())
-        .into_iter()
-        .filter(|u| !u.to_lowercase().contains("localhost"))
-        .collect();
-    for url in &literal {
+    // Every spelling, names for loopback included, is refused when the request is made:
+    // 400 naming the field and the address, nothing stored.
+    for url in &internal_urls(target.addr.port()) {
         for (sub, extra) in [
             ("upload-website", json!({})),
             ("scrape-website", json!({"max_pages": 2})),
@@ -303,73 +296,35 @@ async fn knowledge_base_and_webhooks_refuse_internal_urls() {
                     json!({"action": sub, "data": data}),
                 )
                 .await;
-            r.err(400, "VALIDATION_ERROR");
-            let msg = r.body["error"]["message"].as_str().unwrap();
-            assert!(
-                msg.contains("not allowed") || msg.contains("not a valid URL"),
-                "{sub} {url}: {msg}"
-            );
+            assert_field_refused(&r, "data.data.url", url);
         }
         let r = app
             .call(&u.token, "webhooks", "create", None, json!({"url": url}))
             .await;
-        r.err(400, "VALIDATION_ERROR");
+        assert_field_refused(&r, "data.url", url);
     }
-    assert_eq!(app.count("documents").await, 0);
-    assert_eq!(app.count("webhooks").await, 0);
-
-    // Names that resolve to loopback pass the syntax check, then the fetch is refused at
-    // resolution: the document fails with a clear error and the target is never contacted.
-    for url in [
-        format!("http://localhost:{}/", target.addr.port()),
-        format!("http://intranet.localhost:{}/", target.addr.port()),
-    ] {
-        for sub in ["upload-website", "scrape-website"] {
-            let r = app
-                .call(
-                    &u.token,
-                    "knowledge-base",
-                    "create",
-                    None,
-                    json!({"action": sub, "data": {"url": url}}),
-                )
-                .await;
-            let doc = r.ok(201)["document"]["id"].clone();
-            let d = settled_document(&app, &u.token, doc).await;
-            assert_eq!(d["status"], json!("failed"), "{sub} {url}: {d}");
-            let err = d["error"].as_str().unwrap_or_default();
-            assert!(err.contains("not allowed"), "{sub} {url}: {err}");
-        }
-    }
-    assert_eq!(target.hits.load(Ordering::SeqCst), 0);
-
-    // A webhook pointing at a name that resolves to loopback: `test` reports the refusal.
-    let w = app
+    // A name is refused with the address it resolves to.
+    let r = app
         .call(
             &u.token,
             "webhooks",
             "create",
             None,
-            json!({"url": format!("http://localhost:{}/hook", target.addr.port())}),
+            json!({"url": format!("http://intranet.localhost:{}/hook", target.addr.port())}),
         )
         .await;
-    if w.status == 201 {
-        let id = w.data()["webhook"]["id"].clone();
-        let t = app
-            .call(&u.token, "webhooks", "test", Some(id), json!({}))
-            .await;
-        let res = &t.ok(200)["result"];
-        assert_eq!(res["succeeded"], json!(false), "{res}");
-        assert!(
-            res["error"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("not allowed"),
-            "{res}"
-        );
-    } else {
-        w.err(400, "VALIDATION_ERROR");
-    }
+    assert_field_refused(&r, "data.url", "intranet.localhost");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("intranet.localhost resolves to 127.0.0.1"),
+        "{}",
+        r.body
+    );
+    assert_eq!(app.count("documents").await, 0);
+    assert_eq!(app.count("webhooks").await, 0);
+
     // Updating a webhook to an internal address is refused and changes nothing.
     let ok = app
         .call(
@@ -385,16 +340,19 @@ async fn knowledge_base_and_webhooks_refuse_internal_urls() {
         "http://169.254.169.254/",
         "http://[::ffff:127.0.0.1]/",
         "http://2130706433/",
+        "http://localhost./",
+        "http://db.localhost/",
     ] {
-        app.call(
-            &u.token,
-            "webhooks",
-            "update",
-            Some(id.clone()),
-            json!({"url": url}),
-        )
-        .await
-        .err(400, "VALIDATION_ERROR");
+        let r = app
+            .call(
+                &u.token,
+                "webhooks",
+                "update",
+                Some(id.clone()),
+                json!({"url": url}),
+            )
+            .await;
+        assert_field_refused(&r, "data.url", url);
     }
     let got = app
         .call(&u.token, "webhooks", "get", Some(id), json!({}))
@@ -581,13 +539,15 @@ async fn api_paths_refuse_names_resolving_to_internal_addresses() {
     .await;
     let u = app.standard().await;
 
-    // Knowledge base: the record is accepted (the name is fine as text), then the fetch is
-    // refused at resolution and the document fails naming the address.
+    // Knowledge base: the name is resolved when the document is created, through the same
+    // nameserver the fetch would ask; refused at once, naming the field and the address.
     for (sub, label, bad) in [
         ("upload-website", "loop", "127.0.0.1"),
         ("upload-website", "mapped", "::ffff:127.0.0.1"),
         ("scrape-website", "meta", "169.254.169.254"),
         ("scrape-website", "internal", "10.1.2.3"),
+        ("upload-website", "alias", "169.254.169.254"),
+        ("scrape-website", "mixed", "10.0.0.7"),
     ] {
         let name = dns::fqdn(label);
         let url = format!("http://{name}:{port}/");
@@ -600,19 +560,21 @@ async fn api_paths_refuse_names_resolving_to_internal_addresses() {
                 json!({"action": sub, "data": {"url": url}}),
             )
             .await;
-        let doc = r.ok(201)["document"]["id"].clone();
-        let d = settled_document(&app, &u.token, doc).await;
-        assert_eq!(d["status"], json!("failed"), "{sub} {url}: {d}");
-        let err = d["error"].as_str().unwrap_or_default();
-        let want = format!("{name} resolves to {}", shown(bad));
+        r.err(400, "VALIDATION_ERROR");
+        let msg = r.body["error"]["message"].as_str().unwrap();
+        let want = format!("data.data.url: {name} resolves to {}", shown(bad));
         assert!(
-            err.contains(&want) && err.contains("not allowed"),
-            "{sub} {url}: {err}"
+            msg.starts_with(&want)
+                && msg.contains("not allowed")
+                && msg.contains("--allow-private-outbound"),
+            "{sub} {url}: {msg}"
         );
         assert!(fake.asked(&name), "{name} was never resolved");
     }
+    assert_eq!(app.count("documents").await, 0);
 
-    // Webhooks: creating accepts the name; `test` delivers and reports the refusal.
+    // Webhooks: create and update resolve the name too, so a receiver on an internal address
+    // is refused at once rather than retried for hours.
     let w = app
         .call(
             &u.token,
@@ -622,17 +584,54 @@ async fn api_paths_refuse_names_resolving_to_internal_addresses() {
             json!({"url": format!("http://internal.genied.test:{port}/hook")}),
         )
         .await;
-    let id = w.ok(201)["webhook"]["id"].clone();
-    let t = app
-        .call(&u.token, "webhooks", "test", Some(id), json!({}))
-        .await;
-    let res = &t.ok(200)["result"];
-    assert_eq!(res["succeeded"], json!(false), "{res}");
-    let err = res["error"].as_str().unwrap_or_default();
+    w.err(400, "VALIDATION_ERROR");
+    let msg = w.body["error"]["message"].as_str().unwrap();
     assert!(
-        err.contains("internal.genied.test resolves to 10.1.2.3") && err.contains("not allowed"),
-        "{res}"
+        msg.starts_with("data.url: internal.genied.test resolves to 10.1.2.3")
+            && msg.contains("--allow-private-outbound"),
+        "{msg}"
     );
+    assert_eq!(app.count("webhooks").await, 0);
+    // Controls: a public answer is accepted, and so is a name that does not resolve yet
+    // (not a refusal: the delivery checks again whatever DNS says then).
+    let public = format!("http://{}:{port}/hook", dns::fqdn("public"));
+    let w = app
+        .call(&u.token, "webhooks", "create", None, json!({"url": public}))
+        .await;
+    let id = w.ok(201)["webhook"]["id"].clone();
+    let nowhere = "http://nowhere.genied.test/hook";
+    app.call(
+        &u.token,
+        "webhooks",
+        "create",
+        None,
+        json!({"url": nowhere}),
+    )
+    .await
+    .ok(201);
+    assert!(fake.asked("nowhere.genied.test"));
+    let r = app
+        .call(
+            &u.token,
+            "webhooks",
+            "update",
+            Some(id.clone()),
+            json!({"url": format!("http://{}:{port}/hook", dns::fqdn("v6loop"))}),
+        )
+        .await;
+    r.err(400, "VALIDATION_ERROR");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("v6loop.genied.test resolves to ::1"),
+        "{}",
+        r.body
+    );
+    let got = app
+        .call(&u.token, "webhooks", "get", Some(id), json!({}))
+        .await;
+    assert_eq!(got.ok(200)["webhook"]["url"], json!(public));
 
     // Worker `web_fetch` (through `test-credential`, which makes the same request).
     let r = app
@@ -653,7 +652,11 @@ async fn api_paths_refuse_names_resolving_to_internal_addresses() {
         "{d}"
     );
 
-    for name in ["internal.genied.test", "v6loop.genied.test"] {
+    for name in [
+        "internal.genied.test",
+        "v6loop.genied.test",
+        "public.genied.test",
+    ] {
         assert!(fake.asked(name), "{name} was never resolved");
     }
     assert_eq!(

@@ -611,24 +611,26 @@ async fn private_addresses_are_refused_unless_configured() {
             r.body
         );
     }
-    // A name that resolves to loopback passes the literal check but not the resolver.
+    // A name that resolves to loopback is resolved at create and refused there too, rather
+    // than accepted and retried for hours by the delivery job.
     let port = rx.url.split(':').nth(2).unwrap().split('/').next().unwrap();
-    let (hook, _) = create_hook(
-        &app,
-        &u,
-        &format!("http://localhost:{port}/hook"),
-        json!(["*"]),
-    )
-    .await;
     let r = app
-        .call(&u.token, "webhooks", "test", Some(json!(hook)), json!({}))
+        .call(
+            &u.token,
+            "webhooks",
+            "create",
+            None,
+            json!({"url": format!("http://localhost:{port}/hook")}),
+        )
         .await;
-    let res = r.ok(200)["result"].clone();
-    assert_eq!(res["succeeded"], json!(false));
+    r.err(400, "VALIDATION_ERROR");
+    let msg = r.body["error"]["message"].as_str().unwrap();
     assert!(
-        res["error"].as_str().unwrap().contains("not allowed"),
-        "{res}"
+        msg.starts_with("data.url: localhost resolves to 127.0.0.1")
+            && msg.contains("--allow-private-outbound"),
+        "{msg}"
     );
+    assert_eq!(app.count("webhooks").await, 0);
     assert!(rx.hits().is_empty());
 }
 
@@ -680,4 +682,91 @@ async fn graceful_shutdown_finishes_in_flight_requests() {
     assert_eq!(r.ok(200)["result"]["succeeded"], json!(true));
     // New connections are refused after shutdown.
     assert!(reqwest::get(format!("{}/healthz", app.base)).await.is_err());
+}
+
+/// A receiver the address guard refuses at delivery (stored before the check at create
+/// existed, or the operator turned the guard on since) is given up on the first attempt, not
+/// retried for hours: the delivery fails, the endpoint is disabled, the owner is told why.
+#[tokio::test]
+async fn a_receiver_refused_at_delivery_is_disabled_at_once() {
+    let app = TestApp::spawn_with(|c| {
+        fast(c);
+        c.allow_private_outbound = false;
+    })
+    .await;
+    let u = app.standard().await;
+    let rx = Receiver::start(&[], Behaviour::Status(200)).await;
+    // Stored as an older version stored it: no check at create.
+    let hook = genied::db::new_id();
+    let (h2, uid, url, st) = (
+        hook.clone(),
+        u.id.clone(),
+        rx.url.clone(),
+        app.state.clone(),
+    );
+    app.state
+        .db
+        .write(move |c| {
+            let sealed = genied::webhooks::seal_secret(&st, c, &h2, "whsec_legacy")?;
+            genied::db::webhooks::insert(
+                c,
+                &genied::db::webhooks::NewWebhook {
+                    id: &h2,
+                    user_id: &uid,
+                    url: &url,
+                    description: None,
+                    event_types: &["*".to_string()],
+                    sealed: &sealed,
+                    secret_prefix: "whsec_legac",
+                },
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.state
+        .bus
+        .emit(Event::new("lead.created", &u.id, json!({"id": 1})));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let w = loop {
+        let w = app
+            .call(&u.token, "webhooks", "get", Some(json!(hook)), json!({}))
+            .await
+            .ok(200)["webhook"]
+            .clone();
+        if w["is_active"] == json!(false) {
+            break w;
+        }
+        assert!(std::time::Instant::now() < deadline, "never disabled: {w}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let reason = w["disabled_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("refused") && reason.contains("not allowed"),
+        "{reason}"
+    );
+    let d = app
+        .call(
+            &u.token,
+            "webhooks",
+            "deliveries",
+            Some(json!(hook)),
+            json!({}),
+        )
+        .await;
+    let d = d.ok(200)["deliveries"][0].clone();
+    assert_eq!(
+        (d["status"].clone(), d["attempts"].clone()),
+        (json!("failed"), json!(1)),
+        "{d}"
+    );
+    let n = app
+        .call(&u.token, "notifications", "list", None, json!({}))
+        .await;
+    assert_eq!(
+        n.ok(200)["notifications"][0]["kind"],
+        json!("webhook.disabled")
+    );
+    assert_eq!(app.count("jobs").await, 0, "no retry is queued");
+    assert!(rx.hits().is_empty());
 }

@@ -121,6 +121,18 @@ pub async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         };
         advanced(ctx, &sub, &r, s, max)?
     };
+    // A name resolving to an internal address is refused now, as the address spelled out
+    // is, instead of being accepted and failed by the pipeline later. (A YouTube URL is only
+    // read for its video id: the transcript comes from the configured source.)
+    if matches!(draft.doc_type, "url" | "website")
+        && let Some(u) = &draft.source_url
+    {
+        ctx.app
+            .net
+            .check_resolved(u)
+            .await
+            .map_err(|e| ApiError::validation(format!("data.data.url: {e}")))?;
+    }
     let reply = insert(ctx, draft).await?;
     Ok(reply)
 }

@@ -29,6 +29,7 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         "replace" => links::replace(ctx, req).await,
         "sync-with-agent" => links::sync_with_agent(ctx, req).await,
         "search" => search(ctx, req).await,
+        "retry" => retry(ctx, req).await,
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
@@ -427,6 +428,42 @@ async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     }
     pipeline::push_genies(&ctx.app, &genies).await;
     Ok(Reply::deleted(&d.id).summary(format!("deleted document '{}'", d.name)))
+}
+
+#[derive(Deserialize, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct RetryReq {
+    admin_mode: Option<bool>,
+}
+
+/// Sends a `failed` document through the pipeline again, from the step that failed.
+async fn retry(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let id = doc_ref(&req.id_str()?, "id")?;
+    let r: RetryReq = req.data()?;
+    let scope = scope(ctx, r.admin_mode)?;
+    let (s, store) = (scope.clone(), knowledge::store(&ctx.app));
+    let d = ctx
+        .db()
+        .write(move |c| {
+            let d = writable(c, &s, &id)?;
+            if d.status != "failed" {
+                return Err(ApiError::conflict(format!(
+                    "only a failed document can be retried; this one is '{}'",
+                    d.status
+                )));
+            }
+            pipeline::requeue(c, &d, &store)?;
+            Ok(docs::get_any(c, &d.id)?.expect("present"))
+        })
+        .await?;
+    ctx.app.wake_jobs();
+    let summary = format!("retried document '{}'", d.name);
+    let id = d.id.clone();
+    Ok(
+        Reply::accepted(json!({"document": record(ctx, d, &scope).await?}))
+            .record(id)
+            .summary(summary),
+    )
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -5,6 +5,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::view::PageChat;
 use super::{full_genie, role};
 use crate::api::{ActionRequest, Ctx, Reply, page, parse_uuid};
 use crate::db::genies::{self as repo, GenieRow, ListFilter, Scope};
@@ -133,6 +134,7 @@ pub(super) async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let (scope, admin_mode) = scope(ctx, q.admin_mode, q.owner_id.as_deref())?;
     let f = filter(&q)?;
     let base = ctx.app.config.public_base();
+    let chat = PageChat::of(&ctx.app);
     let (genies, next) = ctx
         .db()
         .read(move |c| {
@@ -146,7 +148,11 @@ pub(super) async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             };
             let genies = rows
                 .iter()
-                .map(|g| full_genie(c, g, admin_mode, &base))
+                .map(|g| {
+                    let mut v = full_genie(c, g, admin_mode, &base)?;
+                    chat.apply(g, &mut v);
+                    Ok(v)
+                })
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok((genies, next))
         })
@@ -165,10 +171,15 @@ pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         role(ctx),
         ctx.app.config.public_base(),
     );
+    let chat = PageChat::of(&ctx.app);
     let genie = ctx
         .db()
         .read(move |c| match repo::get_readable(c, &uid, role, &id)? {
-            Some(g) => Ok(full_genie(c, &g, admin_mode, &base)?),
+            Some(g) => {
+                let mut v = full_genie(c, &g, admin_mode, &base)?;
+                chat.apply(&g, &mut v);
+                Ok(v)
+            }
             None => Err(ApiError::agent_not_found()),
         })
         .await?;

@@ -72,9 +72,14 @@ fn role(ctx: &Ctx) -> Role {
 /// Reads the full object of a genie the caller just changed.
 async fn reload(app: &AppState, id: &str, with_owner: bool) -> ApiResult<Value> {
     let (id, base) = (id.to_string(), app.config.public_base());
+    let chat = view::PageChat::of(app);
     app.db
         .read(move |c| match repo::find(c, &id)? {
-            Some(g) => Ok(full_genie(c, &g, with_owner, &base)?),
+            Some(g) => {
+                let mut v = full_genie(c, &g, with_owner, &base)?;
+                chat.apply(&g, &mut v);
+                Ok(v)
+            }
             None => Err(ApiError::agent_not_found()),
         })
         .await

@@ -8,6 +8,46 @@ use super::settings::effective_settings;
 use crate::db::genie_groups;
 use crate::db::genies::{self as repo, GenieRow};
 
+/// What the page of a genie can do on this service: its text chat answers only with a
+/// language model; with the `elevenlabs` provider a genie with an external agent gets the
+/// provider's voice widget instead.
+#[derive(Debug, Clone, Copy)]
+pub struct PageChat {
+    llm: bool,
+    widget_provider: bool,
+}
+
+impl PageChat {
+    pub fn of(app: &crate::app::AppState) -> PageChat {
+        PageChat {
+            llm: app.llm.is_some(),
+            widget_provider: app.voice.name() == "elevenlabs",
+        }
+    }
+
+    /// Adds `page.status` (`ready`, or `chat_unavailable` when the page's text chat cannot
+    /// answer) and `page.warning` (why, and what the operator can do; `null` when ready) to
+    /// a rendered genie. Visitors of the page are only told the assistant can't chat.
+    pub fn apply(self, g: &GenieRow, genie: &mut Value) {
+        let widget = self.widget_provider
+            && g.external_agent_id
+                .as_deref()
+                .is_some_and(|a| !a.is_empty());
+        if let Some(page) = genie.get_mut("page").and_then(Value::as_object_mut) {
+            let (status, warning) = if self.llm || widget {
+                ("ready", Value::Null)
+            } else {
+                (
+                    "chat_unavailable",
+                    json!(crate::page_chat::UNAVAILABLE_WARNING),
+                )
+            };
+            page.insert("status".into(), json!(status));
+            page.insert("warning".into(), warning);
+        }
+    }
+}
+
 /// Renders `g` with its phone, page, group, documents and (when `with_owner`, i.e. an admin
 /// in admin mode) its owner. `base` is the service's public base URL.
 pub fn full_genie(

@@ -7,6 +7,10 @@
 //!   that carry `tools`): the five worker tool schemas, and a message sequence of system,
 //!   user, then assistant turns each followed by one tool result per tool call.
 //!
+//! - plain completions (no `tools`), once [`FakeOpenAi::expect_completion`] was called: the
+//!   model, temperature and max_tokens expected, and every expected text in the system
+//!   message (e.g. the knowledge-base passage a page chat must have been given).
+//!
 //! A request that fails a check is answered 400 and its problems are recorded.
 
 use std::collections::VecDeque;
@@ -57,8 +61,22 @@ pub struct Recorded {
     pub problems: Vec<String>,
 }
 
+/// What a plain completion (a request without `tools`) must carry.
+#[derive(Clone, Debug, Default)]
+pub struct Completion {
+    pub model: String,
+    /// `None`: the request must not send one.
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<i64>,
+    /// Texts the system message (the first message) must contain.
+    pub system_contains: Vec<String>,
+    /// Texts no message may contain.
+    pub nowhere: Vec<String>,
+}
+
 #[derive(Default)]
 struct St {
+    completion: Option<Completion>,
     script: VecDeque<Turn>,
     requests: Vec<Recorded>,
     calls: usize,
@@ -93,6 +111,11 @@ impl FakeOpenAi {
         let app = Router::new().fallback(chat).with_state(fake.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         fake
+    }
+
+    /// From now on, every plain completion is checked against `c`.
+    pub fn expect_completion(&self, c: Completion) {
+        self.st.lock().unwrap().completion = Some(c);
     }
 
     pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
@@ -154,6 +177,52 @@ fn check(
         check_worker_turn(body, &msgs, &mut p);
     }
     p
+}
+
+fn check_completion(c: &Completion, body: &Value, p: &mut Vec<String>) {
+    if body["model"] != json!(c.model) {
+        p.push(format!("model {}, want {:?}", body["model"], c.model));
+    }
+    let temp = body.get("temperature").and_then(Value::as_f64);
+    let temp_ok = match (temp, c.temperature) {
+        (Some(got), Some(want)) => (got - want).abs() < 1e-9,
+        (None, None) => true,
+        _ => false,
+    };
+    if !temp_ok {
+        p.push(format!(
+            "temperature {:?}, want {:?}",
+            body.get("temperature"),
+            c.temperature
+        ));
+    }
+    if body.get("max_tokens").and_then(Value::as_i64) != c.max_tokens {
+        p.push(format!(
+            "max_tokens {:?}, want {:?}",
+            body.get("max_tokens"),
+            c.max_tokens
+        ));
+    }
+    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
+    let system = msgs
+        .first()
+        .filter(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    for want in &c.system_contains {
+        if !system.contains(want.as_str()) {
+            p.push(format!("system message lacks {want:?}: {system:?}"));
+        }
+    }
+    for bad in &c.nowhere {
+        if msgs.iter().any(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|t| t.contains(bad.as_str()))
+        }) {
+            p.push(format!("a message contains {bad:?}"));
+        }
+    }
 }
 
 fn check_worker_turn(body: &Value, msgs: &[Value], p: &mut Vec<String>) {
@@ -254,10 +323,15 @@ async fn chat(
     body: Bytes,
 ) -> Response {
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let problems = check(fake.expect, &method, &uri, &headers, &json);
+    let mut problems = check(fake.expect, &method, &uri, &headers, &json);
     let model = json["model"].clone();
     let (turn, n) = {
         let mut s = fake.st.lock().unwrap();
+        if let Some(c) = &s.completion
+            && json.get("tools").is_none()
+        {
+            check_completion(c, &json, &mut problems);
+        }
         s.requests.push(Recorded {
             method: method.to_string(),
             path: uri.path().to_string(),

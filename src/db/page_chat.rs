@@ -1,0 +1,186 @@
+//! The public genie page's SQL: the active genie behind a slug, its web conversation in
+//! progress, and the passages of the documents attached to it that match a visitor's words.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::{Value, json};
+
+use super::documents::{self, Hit, Scope};
+
+/// What the page and its chat use of a genie.
+#[derive(Debug, Clone)]
+pub struct PageGenie {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    pub slug: String,
+    pub welcome: Option<String>,
+    pub first_message: Option<String>,
+    pub branding: Value,
+    pub external_agent_id: Option<String>,
+    pub system_prompt: Option<String>,
+    pub llm_model: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<i64>,
+}
+
+pub fn find_active(c: &Connection, slug: &str) -> rusqlite::Result<Option<PageGenie>> {
+    c.query_row(
+        "SELECT id, user_id, name, page_slug, web_welcome_message, first_message, branding, external_agent_id,
+                system_prompt, llm_model, temperature, max_tokens
+         FROM genies WHERE page_slug = ?1 AND is_active = 1",
+        [slug],
+        |r| {
+            Ok(PageGenie {
+                id: r.get(0)?,
+                user_id: r.get(1)?,
+                name: r.get(2)?,
+                slug: r.get(3)?,
+                welcome: r.get(4)?,
+                first_message: r.get(5)?,
+                branding: super::json_col(r.get(6)?, json!({})),
+                external_agent_id: r.get(7)?,
+                system_prompt: r.get(8)?,
+                llm_model: r.get(9)?,
+                temperature: r.get(10)?,
+                max_tokens: r.get(11)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// A web conversation of the page still in progress.
+#[derive(Debug, Clone)]
+pub struct OpenChat {
+    pub id: String,
+    pub started_at: String,
+    /// The stored transcript, as JSON text.
+    pub transcript: String,
+}
+
+pub fn open_chat(c: &Connection, id: &str, genie_id: &str) -> rusqlite::Result<Option<OpenChat>> {
+    c.query_row(
+        "SELECT id, started_at, transcript FROM conversations
+         WHERE id = ?1 AND genie_id = ?2 AND channel = 'web' AND status = 'in-progress'",
+        [id, genie_id],
+        |r| {
+            Ok(OpenChat {
+                id: r.get(0)?,
+                started_at: r.get(1)?,
+                transcript: r.get(2)?,
+            })
+        },
+    )
+    .optional()
+}
+
+pub struct NewChat<'a> {
+    pub id: &'a str,
+    pub user_id: &'a str,
+    pub genie_id: &'a str,
+    pub started_at: &'a str,
+    pub transcript: &'a str,
+    pub metadata: &'a str,
+}
+
+pub fn insert_chat(c: &Connection, n: &NewChat) -> rusqlite::Result<()> {
+    c.execute(
+        "INSERT INTO conversations (id, user_id, genie_id, channel, status, started_at, duration_seconds,
+             transcript, metadata, created_at, updated_at)
+         VALUES (?1, ?2, ?3, 'web', 'in-progress', ?4, 0, ?5, ?6, ?7, ?7)",
+        params![
+            n.id,
+            n.user_id,
+            n.genie_id,
+            n.started_at,
+            n.transcript,
+            n.metadata,
+            super::now()
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn update_chat(
+    c: &Connection,
+    id: &str,
+    transcript: &str,
+    duration_seconds: i64,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE conversations SET transcript = ?2, duration_seconds = ?3, updated_at = ?4 WHERE id = ?1",
+        params![id, transcript, duration_seconds, super::now()],
+    )?;
+    Ok(())
+}
+
+/// Words too common to say what a question is about.
+const FUNCTION_WORDS: &[&str] = &[
+    "about", "all", "and", "any", "are", "but", "can", "could", "did", "does", "for", "from",
+    "had", "has", "have", "her", "his", "how", "its", "may", "not", "our", "she", "should", "that",
+    "the", "their", "them", "then", "there", "these", "they", "this", "was", "were", "what",
+    "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// An FTS5 query matching chunks with ANY of the message's telling words (bm25 then ranks
+/// the chunks with more and rarer ones first). The documents' own search requires every
+/// word, which a visitor's question ("what time do you open on sundays?") rarely meets.
+pub fn any_word_query(text: &str) -> Option<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in text.split(|ch: char| !ch.is_alphanumeric()) {
+        let w = w.to_lowercase();
+        if w.chars().count() < 3 || FUNCTION_WORDS.contains(&w.as_str()) || words.contains(&w) {
+            continue;
+        }
+        words.push(w);
+        if words.len() == 32 {
+            break;
+        }
+    }
+    if words.is_empty() {
+        return None;
+    }
+    Some(
+        words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+/// The best passages for `text` among the documents attached to the genie that are
+/// completed, active and readable by its owner (theirs, or public ones).
+pub fn passages(
+    c: &Connection,
+    genie: &PageGenie,
+    text: &str,
+    limit: i64,
+) -> rusqlite::Result<Vec<Hit>> {
+    let Some(q) = any_word_query(text) else {
+        return Ok(Vec::new());
+    };
+    let scope = Scope {
+        user_id: genie.user_id.clone(),
+        all: false,
+    };
+    documents::search(c, &scope, &q, Some(&genie.id), limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_become_any_word_queries() {
+        assert_eq!(
+            any_word_query("What time do you open on Sundays? Sundays!").as_deref(),
+            Some("\"time\" OR \"open\" OR \"sundays\"")
+        );
+        assert_eq!(any_word_query("is it ok?"), None);
+        assert_eq!(
+            any_word_query("a \"quoted\" word").as_deref(),
+            Some("\"quoted\" OR \"word\"")
+        );
+    }
+}
