@@ -15,6 +15,7 @@ mod envelope;
 mod fuzz_smoke;
 mod genie_groups;
 mod genies;
+mod hostile_documents;
 mod isolation;
 mod lead_notes;
 mod leads;
