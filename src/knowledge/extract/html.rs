@@ -86,6 +86,27 @@ fn selector(s: &str) -> Result<Selector, String> {
         .map_err(|e| format!("internal selector '{s}': {e}"))
 }
 
+/// The selectors, parsed once: parsing them costs more than reading a small page.
+struct Selectors {
+    skip: Selector,
+    block: Selector,
+    title: Selector,
+    link: Selector,
+}
+
+static SELECTORS: std::sync::LazyLock<Result<Selectors, String>> = std::sync::LazyLock::new(|| {
+    Ok(Selectors {
+        skip: selector(&SKIP.join(", "))?,
+        block: selector(&BLOCK.join(", "))?,
+        title: selector("title")?,
+        link: selector("a[href]")?,
+    })
+});
+
+fn selectors() -> Result<&'static Selectors, String> {
+    SELECTORS.as_ref().map_err(Clone::clone)
+}
+
 fn run(html: &str, settings: Settings<'_, '_>) -> Result<(), String> {
     let settings = settings.with_strict(false).with_memory_settings(
         MemorySettings::new().with_max_allowed_memory_usage(MAX_PARSER_MEMORY),
@@ -105,12 +126,14 @@ fn run(html: &str, settings: Settings<'_, '_>) -> Result<(), String> {
 /// `(title, text)` of an HTML page, or why it cannot be read (too big for the parser's
 /// memory bound).
 pub fn to_text(html: &str) -> Result<(Option<String>, String), String> {
+    let sel = selectors()?;
     let st = Rc::new(RefCell::new(State::default()));
     let mut settings = Settings::new();
-    for s in SKIP {
+    // One selector list each: lol_html matches a list in one pass per element.
+    {
         let st = st.clone();
         settings = settings.append_element_content_handler((
-            std::borrow::Cow::Owned(selector(s)?),
+            std::borrow::Cow::Borrowed(&sel.skip),
             ElementContentHandlers::default().text(
                 move |_: &mut lol_html::html_content::TextChunk| {
                     st.borrow_mut().skip_chunk = true;
@@ -119,10 +142,10 @@ pub fn to_text(html: &str) -> Result<(Option<String>, String), String> {
             ),
         ));
     }
-    for s in BLOCK {
+    {
         let st = st.clone();
         settings = settings.append_element_content_handler((
-            std::borrow::Cow::Owned(selector(s)?),
+            std::borrow::Cow::Borrowed(&sel.block),
             ElementContentHandlers::default().element(
                 move |el: &mut lol_html::html_content::Element| {
                     st.borrow_mut().out.push('\n');
@@ -141,7 +164,7 @@ pub fn to_text(html: &str) -> Result<(Option<String>, String), String> {
     {
         let (st_el, st_text) = (st.clone(), st.clone());
         settings = settings.append_element_content_handler((
-            std::borrow::Cow::Owned(selector("title")?),
+            std::borrow::Cow::Borrowed(&sel.title),
             ElementContentHandlers::default()
                 .element(move |_: &mut lol_html::html_content::Element| {
                     st_el.borrow_mut().titles += 1;
@@ -193,11 +216,11 @@ pub fn to_text(html: &str) -> Result<(Option<String>, String), String> {
 pub fn links(html: &str, base: &Url) -> Vec<Url> {
     let found = Rc::new(RefCell::new(Vec::new()));
     let f = found.clone();
-    let Ok(sel) = selector("a[href]") else {
+    let Ok(sel) = selectors() else {
         return vec![];
     };
     let settings = Settings::new().append_element_content_handler((
-        std::borrow::Cow::Owned(sel),
+        std::borrow::Cow::Borrowed(&sel.link),
         ElementContentHandlers::default().element(
             move |el: &mut lol_html::html_content::Element| {
                 let mut f = f.borrow_mut();

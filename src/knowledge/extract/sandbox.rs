@@ -48,6 +48,16 @@ impl Sandbox {
     /// The text of a file, by its name's extension (see [`super::file_to_text`]), or why
     /// there is none.
     pub async fn file_to_text(&self, filename: &str, bytes: Vec<u8>) -> Result<String, String> {
+        // Plain text is decoded by a loop, not parsed: no process is worth starting for it.
+        if matches!(
+            super::extension(filename).as_deref(),
+            Some("txt" | "md" | "markdown")
+        ) {
+            let name = filename.to_string();
+            return tokio::task::spawn_blocking(move || super::file_to_text(&name, &bytes))
+                .await
+                .map_err(|_| "text extraction crashed on this file".to_string())?;
+        }
         match &self.exe {
             Some(exe) => self.in_child(exe, filename, bytes).await,
             None => self.on_thread(filename, bytes).await,
