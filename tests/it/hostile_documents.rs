@@ -151,7 +151,7 @@ pub mod inputs {
         let xref = out.len();
         write!(out, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
         for off in offsets {
-            write!(out, "{off:010} 00000 n \n").unwrap();
+            writeln!(out, "{off:010} 00000 n ").unwrap();
         }
         write!(
             out,
