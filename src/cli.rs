@@ -60,6 +60,17 @@ pub enum Command {
     /// Operator commands; they work while `serve` runs on the same data directory.
     #[command(subcommand)]
     Admin(AdminCmd),
+    /// Internal: extract the text of the file on stdin (the service runs this in a child
+    /// process; see `knowledge::extract::sandbox`).
+    #[command(name = "extract-worker", hide = true)]
+    ExtractWorker {
+        #[arg(long)]
+        filename: String,
+        #[arg(long)]
+        memory_mb: u64,
+        #[arg(long)]
+        cpu_seconds: u64,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -334,7 +345,29 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
                     report["integrity"].as_str().unwrap_or("?")
                 ))?;
                 print(&format!("stuck jobs: {}", report["stuck_jobs"]))?;
-                print(&format!("dead jobs: {}", report["dead_jobs"]))?;
+                print(&format!(
+                    "dead jobs: {} ({} after the service stopped while running them)",
+                    report["dead_jobs"], report["crash_dead_jobs"]
+                ))?;
+                print(&format!(
+                    "jobs run again after the service stopped while running them: {}",
+                    report["crash_retried_jobs"]
+                ))?;
+                for j in report["jobs"].as_array().into_iter().flatten() {
+                    print(&format!(
+                        "  job {} {} {} (attempts {}, service stops {}){}: {}",
+                        j["id"],
+                        j["kind"].as_str().unwrap_or(""),
+                        j["status"].as_str().unwrap_or(""),
+                        j["attempts"],
+                        j["crash_retries"],
+                        j["document_id"]
+                            .as_str()
+                            .map(|d| format!(" document {d}"))
+                            .unwrap_or_default(),
+                        j["last_error"].as_str().unwrap_or("")
+                    ))?;
+                }
                 print(&format!(
                     "missing document files: {}",
                     report["missing_files"]
@@ -388,8 +421,25 @@ pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
 
 /// What `admin check` looks at. A job `running` for over ten minutes belongs to a process that
 /// died (a live one finishes or fails its jobs well within that); dead jobs gave up retrying.
+/// A job dead because the service stopped every time it ran it (`jobs::recover`) is a
+/// problem: some input kills the process. One run again after such a stop is listed, not a
+/// problem (a deploy or an OOM kill of the whole host stops jobs too).
 fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json::Value> {
     let stale = db::fmt_time(chrono::Utc::now() - chrono::Duration::minutes(10));
+    let troubled = db
+        .read_blocking(|c| Ok(crate::jobs::troubled(c, 100)?))
+        .map_err(api)?;
+    let (crash_dead, crash_retried) = db
+        .read_blocking(|c| {
+            Ok(c.query_row(
+                "SELECT COALESCE(SUM(status = 'dead' AND last_error = ?1), 0),
+                        COALESCE(SUM(status IN ('pending', 'running') AND crash_retries > 0), 0)
+                 FROM jobs",
+                [crate::jobs::CRASHED],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+            )?)
+        })
+        .map_err(api)?;
     let (integrity, stuck, dead) = db
         .read_blocking(move |c| {
             let mut st = c.prepare("PRAGMA integrity_check")?;
@@ -414,6 +464,11 @@ fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json:
     }
     if stuck > 0 {
         problems.push(format!("{stuck} jobs stuck in 'running'"));
+    }
+    if crash_dead > 0 {
+        problems.push(format!(
+            "{crash_dead} jobs dead after the service stopped every time it ran them"
+        ));
     }
     // Document files: every hash a record names must exist; every stored file must be named
     // by a record (a file left by a crash between writing it and committing the record is an
@@ -453,6 +508,7 @@ fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json:
     }
     Ok(
         json!({"integrity": integrity, "stuck_jobs": stuck, "dead_jobs": dead,
+        "crash_dead_jobs": crash_dead, "crash_retried_jobs": crash_retried, "jobs": troubled,
         "missing_files": missing, "orphaned_files": orphaned, "problems": problems}),
     )
 }

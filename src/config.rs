@@ -171,6 +171,22 @@ pub struct Config {
     )]
     pub youtube_transcript_url: String,
 
+    /// Seconds the text extraction of one uploaded file may take; past it the extraction
+    /// process is killed and the document fails.
+    #[arg(long, env = "GENIED_EXTRACT_TIMEOUT_SECONDS", default_value_t = 120)]
+    pub extract_timeout_seconds: u64,
+
+    /// Memory (address space, MiB) the extraction process of one uploaded file may use;
+    /// a file that needs more fails.
+    #[arg(long, env = "GENIED_EXTRACT_MEMORY_MB", default_value_t = 2048)]
+    pub extract_memory_mb: u64,
+
+    /// The genied executable run as the extraction process (`<exe> extract-worker`).
+    /// `serve` uses its own binary when unset; set it only when genied runs embedded in
+    /// another program.
+    #[arg(long, env = "GENIED_EXTRACT_EXE")]
+    pub extract_exe: Option<PathBuf>,
+
     /// Voice-agent platform genies are provisioned in: `local` (embedded, no external
     /// service) or `elevenlabs` (needs --elevenlabs-api-key).
     #[arg(long, env = "GENIED_VOICE_PROVIDER", default_value = "local", value_parser = ["local", "elevenlabs"])]

@@ -1,7 +1,9 @@
 //! The durable job queue. Work that must happen even if the process dies (provider clean-up,
 //! document pipeline steps, deliveries) is a row in `jobs`; one worker loop claims due jobs,
-//! runs them, and reschedules failures with exponential backoff. Jobs found `running` at
-//! start belonged to a crashed process and are made due again.
+//! runs them, and reschedules failures with exponential backoff. A claim commits `running`
+//! before the job runs, so a job found `running` at start belonged to a process that died
+//! while running it: it is made due again at most [`MAX_CRASH_RETRIES`] times, then `dead`,
+//! so an input that kills the process cannot do so at every restart.
 
 use std::time::Duration;
 
@@ -11,6 +13,11 @@ use serde_json::Value;
 use crate::app::AppState;
 use crate::db;
 use crate::error::ApiResult;
+
+/// Times a job found `running` at startup is run again; the next time it is made `dead`.
+pub const MAX_CRASH_RETRIES: i64 = 3;
+/// `last_error` of a job the process died while running.
+pub const CRASHED: &str = "the service stopped while running this job";
 
 /// A claimed job.
 #[derive(Debug, Clone)]
@@ -48,16 +55,18 @@ fn claim(c: &Connection) -> rusqlite::Result<Option<Job>> {
          WHERE id = (SELECT id FROM jobs WHERE status = 'pending' AND run_at <= ?1 ORDER BY run_at, id LIMIT 1)
          RETURNING id, kind, payload, attempts",
         [&now],
-        |r| {
-            Ok(Job {
-                id: r.get(0)?,
-                kind: r.get(1)?,
-                payload: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or(Value::Null),
-                attempts: r.get(3)?,
-            })
-        },
+        job_row,
     )
     .optional()
+}
+
+fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
+    Ok(Job {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        payload: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or(Value::Null),
+        attempts: r.get(3)?,
+    })
 }
 
 /// Backoff after the n-th failed attempt: base × 2^n, capped at an hour.
@@ -109,11 +118,38 @@ fn finish(
     }
 }
 
-/// Makes jobs of a crashed process due again.
+/// Deals with the jobs a dead process left `running` (call at startup, before the worker
+/// starts): each is due again, unless the process already died [`MAX_CRASH_RETRIES`] times
+/// running it, in which case it is `dead` with the reason [`CRASHED`] and what was waiting on
+/// it is told (a document fails). Returns how many were made due again.
 pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
+    let now = db::now();
+    let dead = c
+        .prepare(
+            "UPDATE jobs SET status = 'dead', crash_retries = crash_retries + 1, last_error = ?2,
+                    updated_at = ?1
+             WHERE status = 'running' AND crash_retries >= ?3
+             RETURNING id, kind, payload, attempts",
+        )?
+        .query_map(params![now, CRASHED, MAX_CRASH_RETRIES], job_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for job in &dead {
+        tracing::error!(
+            job = job.id,
+            kind = %job.kind,
+            payload = %job.payload,
+            crashes = MAX_CRASH_RETRIES + 1,
+            "job is dead: the service stopped every time it ran"
+        );
+        if job.kind.starts_with("document.") {
+            crate::knowledge::pipeline::crashed_too_often(c, job)?;
+        }
+    }
     c.execute(
-        "UPDATE jobs SET status = 'pending', updated_at = ?1 WHERE status = 'running'",
-        [db::now()],
+        "UPDATE jobs SET status = 'pending', crash_retries = crash_retries + 1, last_error = ?2,
+                updated_at = ?1
+         WHERE status = 'running'",
+        params![now, CRASHED],
     )
 }
 
@@ -124,6 +160,43 @@ pub fn pending_count(c: &Connection) -> rusqlite::Result<i64> {
         [],
         |r| r.get(0),
     )
+}
+
+/// A job `admin check` reports: dead, or run again after the process died running it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Troubled {
+    pub id: i64,
+    pub kind: String,
+    pub status: String,
+    pub attempts: i64,
+    pub crash_retries: i64,
+    pub last_error: Option<String>,
+    /// The document a `document.*` job works on (payloads are not shown whole).
+    pub document_id: Option<String>,
+    pub updated_at: String,
+}
+
+/// Dead jobs and jobs the process died while running, oldest first (at most `limit`).
+pub fn troubled(c: &Connection, limit: i64) -> rusqlite::Result<Vec<Troubled>> {
+    c.prepare(
+        "SELECT id, kind, status, attempts, crash_retries, last_error,
+                json_extract(CASE WHEN json_valid(payload) THEN payload END, '$.document_id'),
+                updated_at
+         FROM jobs WHERE status = 'dead' OR crash_retries > 0 ORDER BY id LIMIT ?1",
+    )?
+    .query_map([limit], |r| {
+        Ok(Troubled {
+            id: r.get(0)?,
+            kind: r.get(1)?,
+            status: r.get(2)?,
+            attempts: r.get(3)?,
+            crash_retries: r.get(4)?,
+            last_error: r.get(5)?,
+            document_id: r.get(6).ok().flatten(),
+            updated_at: r.get(7)?,
+        })
+    })?
+    .collect()
 }
 
 /// Runs one job by kind. Each resource that queues work adds its kind here.
@@ -154,7 +227,14 @@ async fn gave_up(app: &AppState, kind: &str, payload: &Value) {
 pub async fn run_due(app: &AppState) -> ApiResult<usize> {
     let mut n = 0;
     while let Some(job) = app.db.write(|c| Ok(claim(c)?)).await? {
-        let outcome = run(app, &job).await;
+        // On its own task, so that a job that panics fails like any other instead of ending
+        // the worker loop with the job left `running`.
+        let (app2, job2) = (app.clone(), job.clone());
+        let outcome = match tokio::spawn(async move { run(&app2, &job2).await }).await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => Err("the job panicked (a bug; see the log)".to_string()),
+            Err(e) => Err(format!("the job did not finish: {e}")),
+        };
         if let Err(e) = &outcome {
             tracing::warn!(job = job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
         }

@@ -52,11 +52,20 @@ fn main() -> ExitCode {
         Command::Serve(config) => {
             let mut config = *config;
             config.data_dir = cli.data_dir.clone();
+            // Uploaded files are read by this same binary in a child process.
+            if config.extract_exe.is_none() {
+                config.extract_exe = std::env::current_exe().ok();
+            }
             tokio::runtime::Runtime::new()
                 .map_err(anyhow::Error::from)
                 .and_then(|rt| rt.block_on(serve(config)))
         }
         Command::Migrate => cli::migrate(&cli.data_dir),
+        Command::ExtractWorker {
+            filename,
+            memory_mb,
+            cpu_seconds,
+        } => genied::knowledge::extract::sandbox::child_main(&filename, memory_mb, cpu_seconds),
         Command::Admin(cmd) => cli::admin(&cli.data_dir, cmd),
     };
     match result {

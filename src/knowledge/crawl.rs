@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 use url::Url;
 
+use super::extract::sandbox::Sandbox;
 use super::extract::{html, text};
 use crate::net::{Guarded, Limits, NetError};
 
@@ -47,7 +48,11 @@ fn origin(u: &Url) -> String {
 }
 
 /// Fetches one page; `Ok(None)` for a page that is not text (skipped while crawling).
-pub async fn fetch_page(net: &Guarded, url: &str) -> Result<Option<Page>, FetchError> {
+pub async fn fetch_page(
+    net: &Guarded,
+    sandbox: &Sandbox,
+    url: &str,
+) -> Result<Option<Page>, FetchError> {
     let res = net.get(url, Limits::default()).await.map_err(|e| match e {
         NetError::Refused(m) => FetchError::Permanent(format!("fetching {url} was refused: {m}")),
         NetError::Failed(m) => FetchError::Transient(format!("could not fetch {url}: {m}")),
@@ -67,7 +72,8 @@ pub async fn fetch_page(net: &Guarded, url: &str) -> Result<Option<Page>, FetchE
     let ct = res.content_type().to_ascii_lowercase();
     let final_url = res.url.to_string();
     if html::is_html(&ct, &res.body) {
-        let (title, body) = html::to_text(&text::decode(&res.body));
+        let (title, body) = html::to_text(&text::decode(&res.body))
+            .map_err(|e| FetchError::Permanent(format!("{url}: {e}")))?;
         return Ok(Some(Page {
             url: final_url,
             title,
@@ -82,10 +88,9 @@ pub async fn fetch_page(net: &Guarded, url: &str) -> Result<Option<Page>, FetchE
         }));
     }
     if ct.contains("pdf") {
-        let body = res.body.clone();
-        let t = tokio::task::spawn_blocking(move || super::extract::pdf::extract(&body))
+        let t = sandbox
+            .file_to_text("page.pdf", res.body.to_vec())
             .await
-            .map_err(|_| FetchError::Permanent("PDF extraction failed".into()))?
             .map_err(FetchError::Permanent)?;
         return Ok(Some(Page {
             url: final_url,
@@ -213,7 +218,16 @@ pub async fn crawl(
                         }
                     }
                 }
-                let (title, t) = html::to_text(&body);
+                let (title, t) = match html::to_text(&body) {
+                    Ok(r) => r,
+                    Err(e) if depth == 0 => {
+                        return Err(FetchError::Permanent(format!("{url}: {e}")));
+                    }
+                    Err(e) => {
+                        tracing::debug!(%url, error = %e, "crawl: page skipped");
+                        continue;
+                    }
+                };
                 pages.push(Page {
                     url: res.url.to_string(),
                     title,

@@ -91,15 +91,8 @@ async fn read_file(app: &AppState, hash: Option<String>) -> Result<Vec<u8>, Fetc
         .map_err(|e| FetchError::Permanent(format!("the stored source could not be read: {e}")))
 }
 
-async fn blocking_extract(
-    f: impl FnOnce() -> Result<String, String> + Send + 'static,
-) -> Result<String, FetchError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r.map_err(FetchError::Permanent),
-        Err(_) => Err(FetchError::Permanent(
-            "text extraction crashed on this file".into(),
-        )),
-    }
+fn sandbox(app: &AppState) -> extract::sandbox::Sandbox {
+    extract::sandbox::Sandbox::from_config(&app.config)
 }
 
 async fn source_text(app: &AppState, d: &Document) -> Result<String, FetchError> {
@@ -112,16 +105,24 @@ async fn source_text(app: &AppState, d: &Document) -> Result<String, FetchError>
         "text" => Ok(text::decode(
             &read_file(app, d.original_hash.clone()).await?,
         )),
+        // Uploaded files are parsed in the extraction sandbox (a child process with limits),
+        // so a file that crashes or runs away a parser fails alone.
         "pdf_upload" => {
             let bytes = read_file(app, d.original_hash.clone()).await?;
-            blocking_extract(move || extract::pdf::extract(&bytes)).await
+            sandbox(app)
+                .file_to_text("upload.pdf", bytes)
+                .await
+                .map_err(FetchError::Permanent)
         }
         "file_upload" => {
             let bytes = read_file(app, d.original_hash.clone()).await?;
             let name = d.filename.clone().unwrap_or_default();
-            blocking_extract(move || extract::file_to_text(&name, &bytes)).await
+            sandbox(app)
+                .file_to_text(&name, bytes)
+                .await
+                .map_err(FetchError::Permanent)
         }
-        "url" => match crawl::fetch_page(&app.net, &url()?).await? {
+        "url" => match crawl::fetch_page(&app.net, &sandbox(app), &url()?).await? {
             Some(p) => Ok(p.text),
             None => Err(FetchError::Permanent(
                 "the page is not HTML, text or PDF".into(),
@@ -253,6 +254,27 @@ async fn optimize_step(app: &AppState, id: &str) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(|e| e.message)
+}
+
+/// The error of a document whose pipeline step the process died in every time it ran.
+pub const CRASHED_ERROR: &str = "the service stopped every time it processed this document \
+     (it may be malformed or too complex), so it was not imported";
+
+/// Called by `jobs::recover`, in its transaction, for a `document.*` job it made `dead`: a
+/// document still waiting on that step fails instead of staying pending for ever.
+pub fn crashed_too_often(c: &Connection, job: &Job) -> rusqlite::Result<()> {
+    if job.kind != EXTRACT && job.kind != OPTIMIZE {
+        return Ok(());
+    }
+    let Some(id) = job.payload["document_id"].as_str() else {
+        return Ok(());
+    };
+    if let Some(d) = docs::get_any(c, id)?
+        && d.status.starts_with("pending_")
+    {
+        docs::set_status(c, id, "failed", Some(CRASHED_ERROR))?;
+    }
+    Ok(())
 }
 
 /// Marks the document failed with a readable error and tells the bus.

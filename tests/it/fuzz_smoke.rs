@@ -17,6 +17,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
+
+use crate::hostile_documents::inputs as hostile;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -723,6 +725,34 @@ fn seed_corpus() -> Vec<(&'static str, &'static str, Vec<u8>)> {
             "html",
             "latin1.html",
             b"<html><body><p>caf\xe9 cr\xe8me</p></body></html>".to_vec(),
+        ),
+        // Hostile shapes (issue #14): smaller instances of tests/it/hostile_documents.rs's
+        // inputs, so every mutation still runs in milliseconds.
+        ("html", "deep-divs.html", hostile::deep_html(1_000, "deep")),
+        ("html", "unclosed.html", hostile::unclosed_html(700, "open")),
+        (
+            "html",
+            "many-attributes.html",
+            hostile::many_attributes_html(300, "attrs"),
+        ),
+        ("docx", "deep.docx", hostile::deep_docx(1_000, "deep")),
+        ("docx", "laughs.docx", hostile::laughs_docx("laughs")),
+        ("docx", "ratio-bomb.docx", hostile::bomb_docx(1)),
+        ("pdf", "deep-objects.pdf", hostile::deep_pdf(1_000, "deep")),
+        (
+            "pdf",
+            "deep-content.pdf",
+            hostile::deep_content_pdf(1_000, "deep"),
+        ),
+        (
+            "envelope",
+            "deep-nesting.json",
+            format!(
+                r#"{{"resource":"genies","action":"create","data":{{"x":{}1{}}}}}"#,
+                "[".repeat(5_000),
+                "]".repeat(5_000)
+            )
+            .into_bytes(),
         ),
     ]
 }

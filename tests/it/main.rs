@@ -17,6 +17,7 @@ mod genie_groups;
 mod genies;
 mod harness;
 mod hostile_input;
+mod hostile_documents;
 mod isolation;
 mod lead_notes;
 mod leads;

@@ -17,7 +17,13 @@ pub fn extract(bytes: &[u8]) -> Result<String, String> {
         }
         part.take(64 * 1024 * 1024)
             .read_to_string(&mut xml)
-            .map_err(|e| format!("the DOCX could not be read: {e}"))?;
+            .map_err(|e| match e.kind() {
+                // The extraction process's memory limit (see `sandbox`).
+                std::io::ErrorKind::OutOfMemory => {
+                    "the DOCX needs more memory than extraction may use".to_string()
+                }
+                _ => format!("the DOCX could not be read: {e}"),
+            })?;
     }
     paragraphs(&xml)
 }

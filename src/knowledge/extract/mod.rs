@@ -4,6 +4,7 @@
 pub mod docx;
 pub mod html;
 pub mod pdf;
+pub mod sandbox;
 pub mod text;
 pub mod youtube;
 
@@ -25,7 +26,7 @@ pub fn file_to_text(filename: &str, bytes: &[u8]) -> Result<String, String> {
     match extension(filename).as_deref() {
         Some("pdf") => pdf::extract(bytes),
         Some("docx") => docx::extract(bytes),
-        Some("html" | "htm") => Ok(html::to_text(&text::decode(bytes)).1),
+        Some("html" | "htm") => Ok(html::to_text(&text::decode(bytes))?.1),
         Some("txt" | "md" | "markdown") => Ok(text::decode(bytes)),
         other => Err(format!(
             "unsupported document format '{}'",

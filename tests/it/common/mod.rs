@@ -102,6 +102,9 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     c.listen = "127.0.0.1:0".into();
     c.job_poll_ms = 20;
     c.allow_private_outbound = true;
+    // The service runs in this test process; uploaded files are read by the real genied
+    // binary in a child process, as under `genied serve`.
+    c.extract_exe = Some(env!("CARGO_BIN_EXE_genied").into());
     c
 }
 
