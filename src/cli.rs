@@ -31,6 +31,12 @@ pub struct Cli {
     )]
     pub data_dir: PathBuf,
 
+    /// Let `admin` commands create the data directory (and an empty database) when there is
+    /// none; without it they refuse, so that a command run from the wrong directory cannot
+    /// write to a new, empty one. `serve` and `migrate` always create it.
+    #[arg(long, global = true, env = "GENIED_CREATE_DATA_DIR")]
+    pub create_data_dir: bool,
+
     /// Log line format.
     #[arg(long, global = true, env = "GENIED_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -150,10 +156,24 @@ fn api(e: ApiError) -> anyhow::Error {
     anyhow::anyhow!("{}", e.message)
 }
 
-fn open(data_dir: &std::path::Path) -> anyhow::Result<Db> {
+/// Opens the data directory's database for an admin command. Without `create`, a directory
+/// with no database is refused rather than created: run from the wrong place with the default
+/// `./genied-data`, a command would otherwise make a new, empty data directory and report
+/// success about it.
+fn open(data_dir: &std::path::Path, create: bool) -> anyhow::Result<Db> {
+    let db = data_dir.join("genied.db");
+    if !create && !db.is_file() {
+        let shown = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+        bail!(
+            "no genied data directory at {} (no genied.db there); pass --data-dir (or set \
+             GENIED_DATA_DIR) to the directory `genied serve` uses, or add --create-data-dir to \
+             create one",
+            shown.display()
+        );
+    }
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
-    Db::open(&data_dir.join("genied.db"))
+    Db::open(&db)
 }
 
 fn user_by_email(db: &Db, email: &str) -> anyhow::Result<db::users::User> {
@@ -178,8 +198,13 @@ pub fn migrate(data_dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
-    let db = open(data_dir)?;
+/// Runs an admin command; `create_data_dir` is `--create-data-dir` (see [`open`]).
+pub fn admin(
+    data_dir: &std::path::Path,
+    create_data_dir: bool,
+    cmd: AdminCmd,
+) -> anyhow::Result<()> {
+    let db = open(data_dir, create_data_dir)?;
     match cmd {
         AdminCmd::CreateUser {
             email,

@@ -57,7 +57,7 @@ fn main() -> ExitCode {
                 .and_then(|rt| rt.block_on(serve(config)))
         }
         Command::Migrate => cli::migrate(&cli.data_dir),
-        Command::Admin(cmd) => cli::admin(&cli.data_dir, cmd),
+        Command::Admin(cmd) => cli::admin(&cli.data_dir, cli.create_data_dir, cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
