@@ -53,7 +53,9 @@ pub struct Cli {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum LogFormat {
+    /// Human-readable lines.
     Text,
+    /// One JSON object a line, for log collectors.
     Json,
 }
 
@@ -72,10 +74,14 @@ pub enum Command {
 pub enum AdminCmd {
     /// Create a user; prints `{"id", "email", "role"}`.
     CreateUser {
+        /// The new user's email address, unique (case-insensitive).
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// The user's full name.
         #[arg(long, env = "GENIED_NAME")]
         name: Option<String>,
+        /// What the user may do: internal_admin (everything, `adminMode`), standard_user
+        /// (their own records), consumer (read-only).
         #[arg(long, env = "GENIED_ROLE", value_enum, default_value_t = Role::StandardUser)]
         role: Role,
         /// Password for `POST /v1/auth/login`; without one the user signs in with tokens
@@ -85,15 +91,19 @@ pub enum AdminCmd {
     },
     /// Open a session for a user and print its access token.
     IssueToken {
+        /// Email of the user the session is for.
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// Lifetime of the access token, in seconds.
         #[arg(long, env = "GENIED_TTL_SECONDS", default_value_t = 3600)]
         ttl_seconds: u64,
     },
     /// Create an API key for a user and print the full key (shown only this once).
     CreateKey {
+        /// Email of the user who will own the key.
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// A label for the key, shown in key listings.
         #[arg(long, env = "GENIED_NAME")]
         name: String,
         /// Issue an `svc_admin_` key; the user must be an internal_admin.
@@ -102,35 +112,44 @@ pub enum AdminCmd {
     },
     /// List users.
     ListUsers {
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
     /// List a user's API keys (never the secrets).
     ListKeys {
+        /// Email of the user whose keys to list.
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
-    /// Change a user's role.
+    /// Change a user's role; a running `serve` applies it from its next request on.
     SetRole {
+        /// Email of the user to change.
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// The new role: internal_admin, standard_user or consumer.
         #[arg(long, env = "GENIED_ROLE", value_enum)]
         role: Role,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
-    /// Revoke an API key by its id.
+    /// Revoke an API key by its id; a running `serve` refuses the key from its next request on.
     RevokeKey {
+        /// The key's id (a UUID, from `list-keys`), not the key itself.
         #[arg(long, env = "GENIED_KEY_ID")]
         id: String,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
     /// Check the data directory: database integrity, stuck or dead jobs. Exits 1 when a
     /// problem is found.
     Check {
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
@@ -140,13 +159,16 @@ pub enum AdminCmd {
         /// The key file `serve` uses (default `<data-dir>/secrets/master.key`).
         #[arg(long, env = "GENIED_MASTER_KEY_FILE")]
         master_key_file: Option<PathBuf>,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
     /// Copy the database to FILE with SQLite's online backup (safe while `serve` runs).
     Backup {
+        /// The file to write; must not exist yet.
         #[arg(long, env = "GENIED_OUT")]
         out: PathBuf,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
