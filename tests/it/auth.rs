@@ -307,6 +307,26 @@ async fn consumers_are_read_only() {
     assert_eq!(app.count("api_keys").await, 0);
 }
 
+/// Waits (60 s at most) until every API key of `token`'s user has its first use recorded.
+/// That write runs in the background after a key's first request; a test that needs the
+/// authentication cache warm waits for it and then uses its credentials once more, so that
+/// no write of its own is still on the way when it makes the change under test.
+pub(crate) async fn wait_keys_used(app: &TestApp, token: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let list = app.call(token, "api-keys", "list", None, json!({})).await;
+        let keys = list.ok(200)["api_keys"].as_array().unwrap().clone();
+        if keys.iter().all(|k| !k["last_used_at"].is_null()) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "last_used_at never set: {keys:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// What the service caches about a caller is dropped by any writer's change, not only its
 /// own: here a second connection to the database (what a sqlite3 shell or another tool
 /// would be) revokes a session and removes a user.
@@ -315,15 +335,15 @@ async fn changes_made_by_another_connection_reach_the_next_request() {
     let app = TestApp::spawn_with(|c| c.rate_limit_per_minute = 0).await;
     let (a, b) = (app.standard().await, app.standard().await);
     let b_key = app.api_key(&b).await;
-    for _ in 0..2 {
-        app.call(&a.token, "profiles", "get", None, json!({}))
-            .await
-            .ok(200);
-        app.call(&b.token, "profiles", "get", None, json!({}))
-            .await
-            .ok(200);
-        profile_with(&app, &[("x-api-key", &b_key)]).await.ok(200);
-    }
+    profile_with(&app, &[("x-api-key", &b_key)]).await.ok(200);
+    wait_keys_used(&app, &b.token).await;
+    app.call(&a.token, "profiles", "get", None, json!({}))
+        .await
+        .ok(200);
+    app.call(&b.token, "profiles", "get", None, json!({}))
+        .await
+        .ok(200);
+    profile_with(&app, &[("x-api-key", &b_key)]).await.ok(200);
     let conn = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
     conn.execute_batch("PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;")
         .unwrap();
@@ -386,19 +406,7 @@ async fn only_changes_of_who_may_do_what_move_the_auth_epoch() {
         .to_string();
     let key_id = created.data()["api_key"]["id"].clone();
     profile_with(&app, &[("x-api-key", &key)]).await.ok(200);
-    // The key's first use is recorded in the background; wait for it (60 s at most).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let list = app.call(&access, "api-keys", "list", None, json!({})).await;
-        if !list.ok(200)["api_keys"][0]["last_used_at"].is_null() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "last_used_at never set"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_keys_used(&app, &access).await;
     app.request(
         Method::POST,
         "/v1/auth/refresh",

@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
+use crate::auth::wait_keys_used;
 use crate::common::*;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -518,7 +519,15 @@ async fn role_changes_by_the_cli_reach_the_running_service_at_once() {
     let admin_key = app.api_key(&admin).await;
     let user = app.standard().await;
     let user_key = app.api_key(&user).await;
-    // Used just before the change, so the service has them cached.
+    // Used just before the change, so the service has them cached (the second round, once
+    // the keys' first-use writes are done, is the one the change must invalidate).
+    for cred in [&admin_key, &user_key] {
+        app.call(cred, "profiles", "get", None, json!({}))
+            .await
+            .ok(200);
+    }
+    wait_keys_used(&app, &admin.token).await;
+    wait_keys_used(&app, &user.token).await;
     for cred in [&admin.token, &admin_key] {
         assert_eq!(
             admin_read_admin_mode_write(&app, cred).await,
@@ -577,6 +586,10 @@ async fn a_key_revoked_by_the_cli_is_refused_by_the_next_request() {
             .await
         }
     };
+    profile(key.clone()).await.ok(200);
+    profile(other_key.clone()).await.ok(200);
+    // Once the first-use writes are done, use both again: these entries are the cached ones.
+    wait_keys_used(&app, &user.token).await;
     profile(key.clone()).await.ok(200);
     profile(other_key.clone()).await.ok(200);
     let keys: Value = serde_json::from_str(&stdout(&genied(
