@@ -38,7 +38,7 @@ DATA="$WORK/data"
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 BASE="http://127.0.0.1:$PORT"
 
-"$GENIED_BIN" admin create-user --data-dir "$DATA" --email fuzz@example.com --name Fuzz >/dev/null
+"$GENIED_BIN" admin create-user --create-data-dir --data-dir "$DATA" --email fuzz@example.com --name Fuzz >/dev/null
 TOKEN="$("$GENIED_BIN" admin issue-token --data-dir "$DATA" --email fuzz@example.com --ttl-seconds 86400)"
 
 # Rate limits off: Schemathesis sends thousands of requests from one client.

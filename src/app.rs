@@ -166,7 +166,8 @@ async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
 
 /// On a database with no user yet, creates an `internal_admin` with a random password and
 /// writes how to sign in to a 0600 file under `secrets/`. Returns the text to show the
-/// operator, once.
+/// operator, once: where that file is, never the password, which would otherwise live on in
+/// logs (journald, container log drivers) readable by more people than the file.
 pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
     let users = app
         .db
@@ -204,7 +205,11 @@ pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
     let path = app.config.secrets_dir().join("initial-admin.txt");
     secrets::write_private(&path, text.as_bytes())?;
     Ok(Some(format!(
-        "{text}(also written to {})\n",
+        "genied: created the first user, an internal_admin ({email}). Its password and how to\n\
+         sign in are in {} (readable by this user only): read it with\n\
+         \x20 cat {}\n\
+         and delete the file once the password is safe elsewhere.\n",
+        path.display(),
         path.display()
     )))
 }

@@ -31,6 +31,12 @@ pub struct Cli {
     )]
     pub data_dir: PathBuf,
 
+    /// Let `admin` commands create the data directory (and an empty database) when there is
+    /// none; without it they refuse, so that a command run from the wrong directory cannot
+    /// write to a new, empty one. `serve` and `migrate` always create it.
+    #[arg(long, global = true, env = "GENIED_CREATE_DATA_DIR")]
+    pub create_data_dir: bool,
+
     /// Log line format.
     #[arg(long, global = true, env = "GENIED_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -47,7 +53,9 @@ pub struct Cli {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum LogFormat {
+    /// Human-readable lines.
     Text,
+    /// One JSON object a line, for log collectors.
     Json,
 }
 
@@ -77,10 +85,14 @@ pub enum Command {
 pub enum AdminCmd {
     /// Create a user; prints `{"id", "email", "role"}`.
     CreateUser {
+        /// The new user's email address, unique (case-insensitive).
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// The user's full name.
         #[arg(long, env = "GENIED_NAME")]
         name: Option<String>,
+        /// What the user may do: internal_admin (everything, `adminMode`), standard_user
+        /// (their own records), consumer (read-only).
         #[arg(long, env = "GENIED_ROLE", value_enum, default_value_t = Role::StandardUser)]
         role: Role,
         /// Password for `POST /v1/auth/login`; without one the user signs in with tokens
@@ -90,15 +102,19 @@ pub enum AdminCmd {
     },
     /// Open a session for a user and print its access token.
     IssueToken {
+        /// Email of the user the session is for.
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// Lifetime of the access token, in seconds.
         #[arg(long, env = "GENIED_TTL_SECONDS", default_value_t = 3600)]
         ttl_seconds: u64,
     },
     /// Create an API key for a user and print the full key (shown only this once).
     CreateKey {
+        /// Email of the user who will own the key.
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// A label for the key, shown in key listings.
         #[arg(long, env = "GENIED_NAME")]
         name: String,
         /// Issue an `svc_admin_` key; the user must be an internal_admin.
@@ -107,35 +123,44 @@ pub enum AdminCmd {
     },
     /// List users.
     ListUsers {
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
     /// List a user's API keys (never the secrets).
     ListKeys {
+        /// Email of the user whose keys to list.
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
-    /// Change a user's role.
+    /// Change a user's role; a running `serve` applies it from its next request on.
     SetRole {
+        /// Email of the user to change.
         #[arg(long, env = "GENIED_EMAIL")]
         email: String,
+        /// The new role: internal_admin, standard_user or consumer.
         #[arg(long, env = "GENIED_ROLE", value_enum)]
         role: Role,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
-    /// Revoke an API key by its id.
+    /// Revoke an API key by its id; a running `serve` refuses the key from its next request on.
     RevokeKey {
+        /// The key's id (a UUID, from `list-keys`), not the key itself.
         #[arg(long, env = "GENIED_KEY_ID")]
         id: String,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
     /// Check the data directory: database integrity, stuck or dead jobs. Exits 1 when a
     /// problem is found.
     Check {
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
@@ -145,13 +170,16 @@ pub enum AdminCmd {
         /// The key file `serve` uses (default `<data-dir>/secrets/master.key`).
         #[arg(long, env = "GENIED_MASTER_KEY_FILE")]
         master_key_file: Option<PathBuf>,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
     /// Copy the database to FILE with SQLite's online backup (safe while `serve` runs).
     Backup {
+        /// The file to write; must not exist yet.
         #[arg(long, env = "GENIED_OUT")]
         out: PathBuf,
+        /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
@@ -161,10 +189,24 @@ fn api(e: ApiError) -> anyhow::Error {
     anyhow::anyhow!("{}", e.message)
 }
 
-fn open(data_dir: &std::path::Path) -> anyhow::Result<Db> {
+/// Opens the data directory's database for an admin command. Without `create`, a directory
+/// with no database is refused rather than created: run from the wrong place with the default
+/// `./genied-data`, a command would otherwise make a new, empty data directory and report
+/// success about it.
+fn open(data_dir: &std::path::Path, create: bool) -> anyhow::Result<Db> {
+    let db = data_dir.join("genied.db");
+    if !create && !db.is_file() {
+        let shown = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+        bail!(
+            "no genied data directory at {} (no genied.db there); pass --data-dir (or set \
+             GENIED_DATA_DIR) to the directory `genied serve` uses, or add --create-data-dir to \
+             create one",
+            shown.display()
+        );
+    }
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
-    Db::open(&data_dir.join("genied.db"))
+    Db::open(&db)
 }
 
 fn user_by_email(db: &Db, email: &str) -> anyhow::Result<db::users::User> {
@@ -189,8 +231,13 @@ pub fn migrate(data_dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn admin(data_dir: &std::path::Path, cmd: AdminCmd) -> anyhow::Result<()> {
-    let db = open(data_dir)?;
+/// Runs an admin command; `create_data_dir` is `--create-data-dir` (see [`open`]).
+pub fn admin(
+    data_dir: &std::path::Path,
+    create_data_dir: bool,
+    cmd: AdminCmd,
+) -> anyhow::Result<()> {
+    let db = open(data_dir, create_data_dir)?;
     match cmd {
         AdminCmd::CreateUser {
             email,

@@ -66,7 +66,7 @@ fn main() -> ExitCode {
             memory_mb,
             cpu_seconds,
         } => genied::knowledge::extract::sandbox::child_main(&filename, memory_mb, cpu_seconds),
-        Command::Admin(cmd) => cli::admin(&cli.data_dir, cmd),
+        Command::Admin(cmd) => cli::admin(&cli.data_dir, cli.create_data_dir, cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

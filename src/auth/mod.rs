@@ -7,7 +7,6 @@ pub mod sessions;
 
 use std::collections::HashMap;
 use std::sync::RwLock;
-use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, header};
 
@@ -126,20 +125,17 @@ impl Credential {
     }
 }
 
-/// How long a cached authentication result may be used. Revocations, deletions, logouts
-/// and role changes made through this process reach the cache at once (see
-/// [`crate::db::Db::auth_generation`]); one made by another process on the same database
-/// (`genied admin revoke-key`, `genied admin set-role`) takes effect within this long.
-pub const CACHE_TTL: Duration = Duration::from_secs(5);
-
-/// Most entries each of the two maps holds; past this, expired entries are dropped, and if
-/// that is not enough, all of them.
+/// Most entries each of the two maps holds; past this, entries of an older epoch are
+/// dropped, and if that is not enough, all of them.
 const CACHE_MAX: usize = 10_000;
 
 /// Recent successful authentications, so that a busy caller is not looked up in the
-/// database on every request. An entry is used only while it is younger than
-/// [`CACHE_TTL`] and no write of this process has touched `users`, `sessions` or `api_keys`
-/// since it was read. Failures are never cached.
+/// database on every request. Each entry carries the authentication epoch
+/// ([`crate::db::auth_epoch`]) of the snapshot it was read from and is used only while the
+/// committed epoch is still that one: a role change, revocation, logout or removal made by
+/// any process (this one, `genied admin`, a sqlite3 shell) bumps the epoch in its own
+/// transaction, so the next request after it looks the caller up again. Failures are never
+/// cached.
 #[derive(Default)]
 pub struct AuthCache {
     keys: RwLock<HashMap<String, Cached<KeyEntry>>>,
@@ -148,8 +144,7 @@ pub struct AuthCache {
 
 struct Cached<T> {
     value: T,
-    generation: u64,
-    at: Instant,
+    epoch: i64,
 }
 
 #[derive(Clone)]
@@ -170,33 +165,30 @@ struct SessionEntry {
 }
 
 impl AuthCache {
+    /// The entry for `k` if it was read at the committed epoch. The epoch is read only when
+    /// there is an entry, so unknown callers cost nothing extra.
     fn get<T: Clone>(
+        app: &AppState,
         map: &RwLock<HashMap<String, Cached<T>>>,
         k: &str,
-        generation: u64,
     ) -> Option<T> {
-        let m = map.read().unwrap_or_else(|p| p.into_inner());
-        m.get(k)
-            .filter(|c| c.generation == generation && c.at.elapsed() < CACHE_TTL)
-            .map(|c| c.value.clone())
+        let (value, epoch) = {
+            let m = map.read().unwrap_or_else(|p| p.into_inner());
+            let c = m.get(k)?;
+            (c.value.clone(), c.epoch)
+        };
+        (app.db.auth_epoch() == Some(epoch)).then_some(value)
     }
 
-    fn put<T>(map: &RwLock<HashMap<String, Cached<T>>>, k: String, value: T, generation: u64) {
+    fn put<T>(map: &RwLock<HashMap<String, Cached<T>>>, k: String, value: T, epoch: i64) {
         let mut m = map.write().unwrap_or_else(|p| p.into_inner());
         if m.len() >= CACHE_MAX {
-            m.retain(|_, c| c.at.elapsed() < CACHE_TTL);
+            m.retain(|_, c| c.epoch >= epoch);
             if m.len() >= CACHE_MAX {
                 m.clear();
             }
         }
-        m.insert(
-            k,
-            Cached {
-                value,
-                generation,
-                at: Instant::now(),
-            },
-        );
+        m.insert(k, Cached { value, epoch });
     }
 }
 
@@ -217,9 +209,7 @@ pub async fn authenticate(
                 return Err(ApiError::invalid_key_prefix());
             }
             let hash = keys::hash(&key);
-            // Read before the lookup: a write that finishes meanwhile makes the entry stale.
-            let generation = app.db.auth_generation();
-            let entry = match AuthCache::get(&cache.keys, &hash, generation) {
+            let entry = match AuthCache::get(app, &cache.keys, &hash) {
                 Some(e) => e,
                 None => {
                     let h = hash.clone();
@@ -235,7 +225,7 @@ pub async fn authenticate(
                         role: owner.role,
                         last_used_at: owner.last_used_at,
                     };
-                    AuthCache::put(&cache.keys, hash.clone(), e.clone(), generation);
+                    AuthCache::put(&cache.keys, hash.clone(), e.clone(), owner.epoch);
                     e
                 }
             };
@@ -258,13 +248,12 @@ pub async fn authenticate(
             // Keyed by the token's hash, so a cached token skips the signature check too; the
             // map never holds a usable token.
             let token_hash = keys::hash(&token);
-            let generation = app.db.auth_generation();
-            let entry = match AuthCache::get(&cache.sessions, &token_hash, generation) {
+            let entry = match AuthCache::get(app, &cache.sessions, &token_hash) {
                 Some(e) => e,
                 None => {
                     let claims = sessions::decode(&app.secrets.jwt_key, &token)?;
                     let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
-                    let role = app
+                    let (role, epoch) = app
                         .db
                         .read(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
                         .await?
@@ -275,7 +264,7 @@ pub async fn authenticate(
                         role,
                         exp: claims.exp,
                     };
-                    AuthCache::put(&cache.sessions, token_hash, e.clone(), generation);
+                    AuthCache::put(&cache.sessions, token_hash, e.clone(), epoch);
                     e
                 }
             };

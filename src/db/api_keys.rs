@@ -106,11 +106,14 @@ pub struct KeyOwner {
     pub role: Role,
     pub active: bool,
     pub last_used_at: Option<String>,
+    /// The authentication epoch of the same snapshot (see `db::auth_epoch`).
+    pub epoch: i64,
 }
 
 pub fn find_by_hash(c: &Connection, key_hash: &str) -> rusqlite::Result<Option<KeyOwner>> {
     let mut st = c.prepare_cached(
-        "SELECT k.id, k.user_id, u.role, k.status, k.last_used_at
+        "SELECT k.id, k.user_id, u.role, k.status, k.last_used_at,
+                (SELECT epoch FROM auth_epoch WHERE id = 1)
          FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
     )?;
     st.query_row([key_hash], |r| {
@@ -122,6 +125,7 @@ pub fn find_by_hash(c: &Connection, key_hash: &str) -> rusqlite::Result<Option<K
             role: Role::parse(&role).unwrap_or(Role::Consumer),
             active: status == "active",
             last_used_at: r.get(4)?,
+            epoch: r.get(5)?,
         })
     })
     .optional()

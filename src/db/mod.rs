@@ -5,6 +5,7 @@
 
 pub mod activities;
 pub mod api_keys;
+pub mod auth_epoch;
 pub mod conversations;
 pub mod document_folders;
 pub mod documents;
@@ -27,7 +28,6 @@ pub mod workers_query;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
 use r2d2_sqlite::SqliteConnectionManager;
@@ -46,9 +46,6 @@ const PRAGMAS: &str = "PRAGMA busy_timeout = 5000;
      PRAGMA foreign_keys = ON;
      PRAGMA temp_store = MEMORY;";
 
-/// Tables whose changes can end a session or an API key, or change a caller's role.
-const AUTH_TABLES: &[&str] = &["users", "sessions", "api_keys"];
-
 /// Prepared statements kept per connection (`prepare_cached`); rusqlite's default is 16,
 /// fewer than the hot statements of all resources together.
 const STATEMENT_CACHE: usize = 128;
@@ -65,7 +62,7 @@ pub struct Db {
     readers: Arc<Readers>,
     write: Arc<Mutex<Connection>>,
     writer: Arc<WriterThread>,
-    auth: Arc<AuthWatch>,
+    auth: Arc<auth_epoch::EpochWatch>,
 }
 
 /// The threads that run reads: the blocking pool of a runtime of their own, capped at the
@@ -156,24 +153,6 @@ fn checkpointer_loop(conn: Connection, wake: mpsc::Receiver<()>) {
     }
 }
 
-/// Counts committed changes to `AUTH_TABLES` made through this process's writer, so that
-/// caches of authentication results can tell when they may be stale.
-#[derive(Default)]
-struct AuthWatch {
-    /// Set by SQLite's update hook on the writer when a statement touches an auth table.
-    dirty: Arc<AtomicBool>,
-    generation: AtomicU64,
-}
-
-impl AuthWatch {
-    /// Called after every transaction on the writer ended (committed or rolled back).
-    fn settle(&self) {
-        if self.dirty.swap(false, Ordering::SeqCst) {
-            self.generation.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
 /// One queued write: runs the caller's closure inside the group's transaction (within its
 /// own savepoint) and returns whether it succeeded, plus how to deliver its result once the
 /// group's fate is known.
@@ -195,15 +174,7 @@ impl Db {
         writer.execute_batch(PRAGMAS)?;
         embedded::migrations::runner().run(&mut writer)?;
         writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        let auth = Arc::new(AuthWatch::default());
-        let dirty = auth.dirty.clone();
-        writer.update_hook(Some(
-            move |_: rusqlite::hooks::Action, _: &str, table: &str, _: i64| {
-                if AUTH_TABLES.contains(&table) {
-                    dirty.store(true, Ordering::SeqCst);
-                }
-            },
-        ));
+        let auth = Arc::new(auth_epoch::EpochWatch::open(path)?);
         let manager = SqliteConnectionManager::file(path)
             .with_flags(
                 OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -230,10 +201,10 @@ impl Db {
             .spawn(move || checkpointer_loop(ckpt_conn, wake))?;
         let write = Arc::new(Mutex::new(writer));
         let (jobs, queue) = mpsc::channel::<Job>();
-        let (w, a, c) = (write.clone(), auth.clone(), checkpoint.clone());
+        let (w, c) = (write.clone(), checkpoint.clone());
         let thread = std::thread::Builder::new()
             .name("genied-writer".into())
-            .spawn(move || writer_loop(&w, &a, queue, c))?;
+            .spawn(move || writer_loop(&w, queue, c))?;
         Ok(Db {
             read,
             readers: Arc::new(Readers::new(read_threads)?),
@@ -329,7 +300,6 @@ impl Db {
             tx.commit()?;
             Ok(out)
         })();
-        self.auth.settle();
         self.writer.nudge_checkpointer();
         out
     }
@@ -339,13 +309,11 @@ impl Db {
         f(&conn)
     }
 
-    /// Goes up by one after every committed (or rolled back) transaction of this process
-    /// that touched `users`, `sessions` or `api_keys`. It changes before the writing caller
-    /// is answered, so a cache that keys its entries by the generation read *before* its
-    /// lookup never serves what an earlier, finished write changed. Changes made by another
-    /// process (the CLI) are not seen here.
-    pub fn auth_generation(&self) -> u64 {
-        self.auth.generation.load(Ordering::SeqCst)
+    /// The committed authentication epoch ([`auth_epoch`]), read on the calling thread
+    /// without waiting; `None` when SQLite could not answer at once. Any change to who may
+    /// do what, by any process, has moved it by the time its writer was answered.
+    pub fn auth_epoch(&self) -> Option<i64> {
+        self.auth.now()
     }
 
     /// Copies the live database into `out` with SQLite's online backup: consistent while
@@ -363,7 +331,6 @@ impl Db {
 /// `MAX_GROUP`), and commits them as one transaction. Ends when every `Db` is dropped.
 fn writer_loop(
     writer: &Mutex<Connection>,
-    auth: &AuthWatch,
     queue: mpsc::Receiver<Job>,
     checkpoint: mpsc::SyncSender<()>,
 ) {
@@ -385,16 +352,15 @@ fn writer_loop(
         // A panic inside a previous write poisons nothing here (each job catches its own),
         // but `write_blocking` callers may have; the connection stays usable either way.
         let mut conn = writer.lock().unwrap_or_else(|p| p.into_inner());
-        carry = run_group(&mut conn, group, auth);
+        carry = run_group(&mut conn, group);
         drop(conn);
-        auth.settle();
         let _ = checkpoint.try_send(());
     }
 }
 
 /// Runs one group in one transaction; returns the jobs it could not start (when SQLite
 /// rolled the whole transaction back under them), to run in the next group.
-fn run_group(conn: &mut Connection, group: Vec<Job>, auth: &AuthWatch) -> Vec<Job> {
+fn run_group(conn: &mut Connection, group: Vec<Job>) -> Vec<Job> {
     let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
@@ -435,12 +401,7 @@ fn run_group(conn: &mut Connection, group: Vec<Job>, auth: &AuthWatch) -> Vec<Jo
         }
     }
     match tx.commit() {
-        Ok(()) => {
-            // Before anyone hears `Ok`: a caller who revoked a session and then uses it must
-            // find the authentication cache already stale.
-            auth.settle();
-            done.into_iter().for_each(|d| d(None))
-        }
+        Ok(()) => done.into_iter().for_each(|d| d(None)),
         Err(e) => {
             let msg = e.to_string();
             for d in done {

@@ -20,19 +20,23 @@ pub fn insert(
     Ok(())
 }
 
-/// The user's current role if the session is still live.
+/// The user's current role if the session is still live, with the authentication epoch of
+/// the same snapshot (see `db::auth_epoch`).
 pub fn live_role(
     c: &Connection,
     session_id: &str,
     user_id: &str,
-) -> rusqlite::Result<Option<Role>> {
+) -> rusqlite::Result<Option<(Role, i64)>> {
     let mut st = c.prepare_cached(
-        "SELECT u.role FROM sessions s JOIN users u ON u.id = s.user_id
+        "SELECT u.role, (SELECT epoch FROM auth_epoch WHERE id = 1)
+         FROM sessions s JOIN users u ON u.id = s.user_id
          WHERE s.id = ?1 AND s.user_id = ?2 AND s.revoked_at IS NULL",
     )?;
-    st.query_row([session_id, user_id], |r| r.get::<_, String>(0))
-        .optional()
-        .map(|o| o.map(|r| Role::parse(&r).unwrap_or(Role::Consumer)))
+    st.query_row([session_id, user_id], |r| {
+        let role: String = r.get(0)?;
+        Ok((Role::parse(&role).unwrap_or(Role::Consumer), r.get(1)?))
+    })
+    .optional()
 }
 
 /// Swaps the refresh token of a live session; returns (session id, user id, role) when

@@ -306,3 +306,119 @@ async fn consumers_are_read_only() {
     .ok(200);
     assert_eq!(app.count("api_keys").await, 0);
 }
+
+/// Waits (60 s at most) until every API key of `token`'s user has its first use recorded.
+/// That write runs in the background after a key's first request; a test that needs the
+/// authentication cache warm waits for it and then uses its credentials once more, so that
+/// no write of its own is still on the way when it makes the change under test.
+pub(crate) async fn wait_keys_used(app: &TestApp, token: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let list = app.call(token, "api-keys", "list", None, json!({})).await;
+        let keys = list.ok(200)["api_keys"].as_array().unwrap().clone();
+        if keys.iter().all(|k| !k["last_used_at"].is_null()) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "last_used_at never set: {keys:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// What the service caches about a caller is dropped by any writer's change, not only its
+/// own: here a second connection to the database (what a sqlite3 shell or another tool
+/// would be) revokes a session and removes a user.
+#[tokio::test]
+async fn changes_made_by_another_connection_reach_the_next_request() {
+    let app = TestApp::spawn_with(|c| c.rate_limit_per_minute = 0).await;
+    let (a, b) = (app.standard().await, app.standard().await);
+    let b_key = app.api_key(&b).await;
+    profile_with(&app, &[("x-api-key", &b_key)]).await.ok(200);
+    wait_keys_used(&app, &b.token).await;
+    app.call(&a.token, "profiles", "get", None, json!({}))
+        .await
+        .ok(200);
+    app.call(&b.token, "profiles", "get", None, json!({}))
+        .await
+        .ok(200);
+    profile_with(&app, &[("x-api-key", &b_key)]).await.ok(200);
+    let conn = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
+    conn.execute_batch("PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;")
+        .unwrap();
+
+    conn.execute(
+        "UPDATE sessions SET revoked_at = '2026-01-01T00:00:00.000Z' WHERE user_id = ?1",
+        [&a.id],
+    )
+    .unwrap();
+    let r = app.call(&a.token, "profiles", "get", None, json!({})).await;
+    r.err(401, "INVALID_TOKEN");
+    // b is untouched so far.
+    app.call(&b.token, "profiles", "get", None, json!({}))
+        .await
+        .ok(200);
+
+    conn.execute("DELETE FROM users WHERE id = ?1", [&b.id])
+        .unwrap();
+    app.call(&b.token, "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+    profile_with(&app, &[("x-api-key", &b_key)])
+        .await
+        .err(401, "KEY_NOT_FOUND");
+}
+
+/// The epoch moves only for changes a cached authentication depends on: signing in, making
+/// keys, using them and rotating refresh tokens leave it (and so the cache) alone, while a
+/// revocation moves it before the revoking request is answered.
+#[tokio::test]
+async fn only_changes_of_who_may_do_what_move_the_auth_epoch() {
+    let app = TestApp::spawn().await;
+    let hash = genied::auth::passwords::hash("correct horse").unwrap();
+    app.state
+        .db
+        .write(move |c| {
+            Ok(genied::db::users::insert(
+                c,
+                "epoch@example.test",
+                None,
+                genied::db::users::Role::StandardUser,
+                Some(&hash),
+            )?)
+        })
+        .await
+        .unwrap();
+    let epoch = || app.state.db.auth_epoch().expect("the epoch answers");
+    let before = epoch();
+    let d = login(&app, "epoch@example.test", "correct horse")
+        .await
+        .ok(200)
+        .clone();
+    let access = d["access_token"].as_str().unwrap().to_string();
+    let created = app
+        .call(&access, "api-keys", "create", None, json!({"name": "k"}))
+        .await;
+    let key = created.ok(201)["api_key"]["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let key_id = created.data()["api_key"]["id"].clone();
+    profile_with(&app, &[("x-api-key", &key)]).await.ok(200);
+    wait_keys_used(&app, &access).await;
+    app.request(
+        Method::POST,
+        "/v1/auth/refresh",
+        None,
+        Some(json!({"refresh_token": d["refresh_token"]})),
+    )
+    .await
+    .ok(200);
+    assert_eq!(epoch(), before);
+
+    app.call(&access, "api-keys", "revoke", Some(key_id), json!({}))
+        .await
+        .ok(200);
+    assert!(epoch() > before);
+}

@@ -1,9 +1,12 @@
-//! The real binary: admin commands print only their result; `serve` on an empty directory
-//! bootstraps an admin who can sign in; backups are consistent while serving.
+//! The real binary: admin commands print only their result and refuse a data directory that
+//! is not there; `serve` on an empty directory bootstraps an admin who can sign in, without
+//! logging the password; role changes and revocations made by `genied admin` reach a running
+//! service's next request; backups are consistent while serving; every flag has help.
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use crate::auth::wait_keys_used;
 use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
 use crate::common::*;
 use nix::sys::signal::Signal;
@@ -16,7 +19,8 @@ fn genied(dir: &std::path::Path, args: &[&str]) -> Output {
             .arg("--data-dir")
             .arg(dir)
             .args(args)
-            .env_remove("GENIED_DATA_DIR"),
+            .env_remove("GENIED_DATA_DIR")
+            .env_remove("GENIED_CREATE_DATA_DIR"),
     )
 }
 
@@ -249,27 +253,50 @@ async fn issued_tokens_and_keys_authenticate_against_a_running_service() {
     );
 }
 
+/// A `genied serve` child under the process guard (killed with its group when dropped).
+struct Served {
+    child: Proc,
+    base: String,
+}
+
+impl Served {
+    /// Starts `serve` on a free port over `data`, its stdout and stderr going to `log_to`
+    /// (stdout, stderr), and waits until it answers.
+    async fn start(data: &std::path::Path, log_to: (&std::path::Path, &std::path::Path)) -> Served {
+        let port = free_port();
+        let mut child = Proc::spawn(
+            Command::new(env!("CARGO_BIN_EXE_genied"))
+                .args([
+                    "serve",
+                    "--listen",
+                    &format!("127.0.0.1:{port}"),
+                    "--data-dir",
+                ])
+                .arg(data)
+                .env_remove("GENIED_DATA_DIR")
+                .stdout(std::fs::File::create(log_to.0).unwrap())
+                .stderr(std::fs::File::create(log_to.1).unwrap()),
+        );
+        let base = format!("http://127.0.0.1:{port}");
+        wait_ready(&mut child, &base).await;
+        Served { child, base }
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(&mut self) -> std::process::ExitStatus {
+        self.child.signal(Signal::SIGTERM);
+        self.child.wait(DEADLINE)
+    }
+}
+
 #[tokio::test]
 async fn first_serve_bootstraps_an_admin_who_can_sign_in() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("fresh");
-    let port = free_port();
-    let mut child = Proc::spawn(
-        Command::new(env!("CARGO_BIN_EXE_genied"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped()),
-    );
-    let stderr = child.drain_stderr();
-    let base = format!("http://127.0.0.1:{port}");
+    let (out_log, err_log) = (dir.path().join("stdout.log"), dir.path().join("stderr.log"));
+    let mut served = Served::start(&data, (&out_log, &err_log)).await;
+    let base = served.base.clone();
     let client = reqwest::Client::new();
-    wait_ready(&mut child, &base).await;
 
     for f in ["jwt.key", "master.key", "initial-admin.txt"] {
         let mode = std::fs::metadata(data.join("secrets").join(f))
@@ -279,13 +306,15 @@ async fn first_serve_bootstraps_an_admin_who_can_sign_in() {
             & 0o777;
         assert_eq!(mode, 0o600, "{f}");
     }
-    let text = std::fs::read_to_string(data.join("secrets/initial-admin.txt")).unwrap();
+    let file = data.join("secrets/initial-admin.txt");
+    let text = std::fs::read_to_string(&file).unwrap();
     let password = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("password:"))
         .unwrap()
         .trim()
         .to_string();
+    assert_eq!(password.len(), 24, "{text}");
     let r = client
         .post(format!("{base}/v1/auth/login"))
         .json(&json!({"email": "admin@localhost", "password": password}))
@@ -307,15 +336,267 @@ async fn first_serve_bootstraps_an_admin_who_can_sign_in() {
         .unwrap();
     assert_eq!(me["data"]["profile"]["role"], json!("internal_admin"));
 
-    // SIGTERM stops it cleanly; the operator was told once, on stderr.
-    child.signal(Signal::SIGTERM);
-    let status = child.wait(DEADLINE);
+    // SIGTERM stops it cleanly. The operator was told once where the password is, and the
+    // password itself is in neither stream (logs outlive the file and reach more people).
+    let status = served.stop();
     assert!(status.success(), "exit: {status}");
-    let stderr = String::from_utf8_lossy(&stderr.finish()).into_owned();
+    let output =
+        std::fs::read_to_string(&out_log).unwrap() + &std::fs::read_to_string(&err_log).unwrap();
     assert_eq!(
-        stderr.matches("created the first user").count(),
+        output.matches("created the first user").count(),
         1,
-        "{stderr}"
+        "{output}"
     );
-    assert!(!stderr.contains(&std::fs::read_to_string(data.join("secrets/jwt.key")).unwrap()));
+    assert!(output.contains(&file.display().to_string()), "{output}");
+    assert!(
+        !output.contains(&password),
+        "the password is in the output: {output}"
+    );
+    assert!(!output.contains(&std::fs::read_to_string(data.join("secrets/jwt.key")).unwrap()));
+}
+
+/// The failing run of an admin command: exit 1, nothing on stdout, and stderr's one line.
+fn refused(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    err
+}
+
+#[test]
+fn admin_commands_refuse_a_data_directory_that_is_not_there() {
+    let dir = tempfile::tempdir().unwrap();
+    // Run from an unrelated directory with the default `./genied-data`: refused, named (as an
+    // absolute path, since the operator's idea of "." is what went wrong), nothing created.
+    let o = Command::new(env!("CARGO_BIN_EXE_genied"))
+        .current_dir(dir.path())
+        .env_remove("GENIED_DATA_DIR")
+        .env_remove("GENIED_CREATE_DATA_DIR")
+        .args(["admin", "create-user", "--email", "a@example.test"])
+        .output()
+        .unwrap();
+    let err = refused(&o);
+    let default = dir.path().canonicalize().unwrap().join("genied-data");
+    assert!(err.contains(&default.display().to_string()), "{err}");
+    assert!(
+        err.contains("--create-data-dir") && err.contains("--data-dir"),
+        "{err}"
+    );
+    assert!(!default.exists());
+
+    // The same for an explicit directory, whatever the command, reads and writes alike.
+    let missing = dir.path().join("nowhere");
+    let out = dir.path().join("b.db");
+    for args in [
+        &["admin", "list-users"][..],
+        &["admin", "create-user", "--email", "a@example.test"],
+        &[
+            "admin",
+            "set-role",
+            "--email",
+            "a@example.test",
+            "--role",
+            "consumer",
+        ],
+        &["admin", "backup", "--out", out.to_str().unwrap()],
+    ] {
+        let err = refused(&genied(&missing, args));
+        assert!(
+            err.contains(&missing.display().to_string()),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !missing.exists() && !out.exists(),
+            "{args:?} created something"
+        );
+    }
+    // A directory that exists but holds no database is not a data directory either.
+    std::fs::create_dir(&missing).unwrap();
+    refused(&genied(&missing, &["admin", "list-users"]));
+    assert_eq!(std::fs::read_dir(&missing).unwrap().count(), 0);
+
+    // Asked to, it creates one (the flag also goes after the subcommand), and from then on
+    // the directory is found without it.
+    let created = dir.path().join("new");
+    stdout(&genied(
+        &created,
+        &[
+            "admin",
+            "create-user",
+            "--email",
+            "a@example.test",
+            "--create-data-dir",
+        ],
+    ));
+    assert!(created.join("genied.db").is_file());
+    let users: Value = serde_json::from_str(&stdout(&genied(
+        &created,
+        &["admin", "list-users", "--json"],
+    )))
+    .unwrap();
+    assert_eq!(users[0]["email"], json!("a@example.test"));
+    // `migrate` (like `serve`) still creates its directory.
+    let migrated = dir.path().join("migrated");
+    stdout(&genied(&migrated, &["migrate"]));
+    assert!(migrated.join("genied.db").is_file());
+}
+
+/// `profiles list` and `leads list` with `adminMode` are for internal admins; creating a
+/// record is for anyone but a consumer. Returns the three statuses for `cred`.
+async fn admin_read_admin_mode_write(app: &TestApp, cred: &str) -> [u16; 3] {
+    let list = app.call(cred, "profiles", "list", None, json!({})).await;
+    let leads = app
+        .call(cred, "leads", "list", None, json!({"adminMode": true}))
+        .await;
+    let create = app
+        .call(cred, "genie-groups", "create", None, json!({"name": "g"}))
+        .await;
+    for r in [&list, &leads, &create] {
+        if r.status == 403 {
+            r.err(403, "FORBIDDEN");
+        }
+    }
+    [list.status, leads.status, create.status]
+}
+
+#[tokio::test]
+async fn role_changes_by_the_cli_reach_the_running_service_at_once() {
+    let app = TestApp::spawn_with(|c| c.rate_limit_per_minute = 0).await;
+    let dir = app.dir.path().to_path_buf();
+    let admin = app.admin().await;
+    let admin_key = app.api_key(&admin).await;
+    let user = app.standard().await;
+    let user_key = app.api_key(&user).await;
+    // Used just before the change, so the service has them cached (the second round, once
+    // the keys' first-use writes are done, is the one the change must invalidate).
+    for cred in [&admin_key, &user_key] {
+        app.call(cred, "profiles", "get", None, json!({}))
+            .await
+            .ok(200);
+    }
+    wait_keys_used(&app, &admin.token).await;
+    wait_keys_used(&app, &user.token).await;
+    for cred in [&admin.token, &admin_key] {
+        assert_eq!(
+            admin_read_admin_mode_write(&app, cred).await,
+            [200, 200, 201]
+        );
+    }
+    for cred in [&user.token, &user_key] {
+        assert_eq!(
+            admin_read_admin_mode_write(&app, cred).await,
+            [403, 403, 201]
+        );
+    }
+    let groups = app.count("genie_groups").await;
+
+    let set_role = |email: &str, role: &str| {
+        stdout(&genied(
+            &dir,
+            &["admin", "set-role", "--email", email, "--role", role],
+        ))
+    };
+    set_role(&admin.email, "consumer");
+    set_role(&user.email, "internal_admin");
+    // The very next request of each, with the same token or key, has the new role: the
+    // demoted admin can neither use admin options nor write; the promoted user can.
+    for cred in [&admin.token, &admin_key] {
+        assert_eq!(
+            admin_read_admin_mode_write(&app, cred).await,
+            [403, 403, 403]
+        );
+    }
+    assert_eq!(app.count("genie_groups").await, groups);
+    for cred in [&user.token, &user_key] {
+        assert_eq!(
+            admin_read_admin_mode_write(&app, cred).await,
+            [200, 200, 201]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_key_revoked_by_the_cli_is_refused_by_the_next_request() {
+    let app = TestApp::spawn_with(|c| c.rate_limit_per_minute = 0).await;
+    let dir = app.dir.path().to_path_buf();
+    let user = app.standard().await;
+    let key = app.api_key(&user).await;
+    let other_key = app.api_key(&user).await;
+    let profile = |key: String| {
+        let app = &app;
+        async move {
+            app.raw(
+                Method::POST,
+                "/v1",
+                &[("x-api-key", &key)],
+                json!({"resource": "profiles", "action": "get"}).to_string(),
+            )
+            .await
+        }
+    };
+    profile(key.clone()).await.ok(200);
+    profile(other_key.clone()).await.ok(200);
+    // Once the first-use writes are done, use both again: these entries are the cached ones.
+    wait_keys_used(&app, &user.token).await;
+    profile(key.clone()).await.ok(200);
+    profile(other_key.clone()).await.ok(200);
+    let keys: Value = serde_json::from_str(&stdout(&genied(
+        &dir,
+        &["admin", "list-keys", "--email", &user.email, "--json"],
+    )))
+    .unwrap();
+    // Keys are listed newest first; find the one whose prefix `key` starts with.
+    let id = keys
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| key.starts_with(k["key_prefix"].as_str().unwrap()))
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    stdout(&genied(&dir, &["admin", "revoke-key", "--id", &id]));
+    profile(key).await.err(401, "KEY_NOT_FOUND");
+    // Only that key: the user's other key still works.
+    profile(other_key).await.ok(200);
+}
+
+#[test]
+fn every_flag_and_subcommand_has_help() {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                missing.push(format!("{path} --{}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let path = format!("{path} {}", sub.get_name());
+            if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                missing.push(path.clone());
+            }
+            walk(sub, &path, missing);
+        }
+    }
+    let mut cmd = genied::cli::Cli::command();
+    cmd.build();
+    let mut missing = Vec::new();
+    walk(&cmd, "genied", &mut missing);
+    assert!(missing.is_empty(), "no help text: {missing:#?}");
+    // And the binary shows it: `--help` of a subcommand names and explains its flags.
+    let o = Command::new(env!("CARGO_BIN_EXE_genied"))
+        .args(["admin", "create-user", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(o.stdout).unwrap();
+    assert!(o.status.success(), "{help}");
+    assert!(
+        help.contains("--email") && help.contains("email address"),
+        "{help}"
+    );
 }

@@ -192,7 +192,13 @@ async fn acknowledged_writes_survive_sigkill() {
     let data = dir.path().join("data");
     cli(
         &data,
-        &["admin", "create-user", "--email", "w@example.test"],
+        &[
+            "admin",
+            "create-user",
+            "--create-data-dir",
+            "--email",
+            "w@example.test",
+        ],
     );
     let token = cli(
         &data,

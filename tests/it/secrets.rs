@@ -56,6 +56,7 @@ async fn markers_appear_nowhere_after_creation() {
         &[
             "admin",
             "create-user",
+            "--create-data-dir",
             "--email",
             "s@example.test",
             "--password",
