@@ -72,10 +72,13 @@ pub enum Command {
     /// process; see `knowledge::extract::sandbox`).
     #[command(name = "extract-worker", hide = true)]
     ExtractWorker {
+        /// Name of the uploaded file; its extension picks the format.
         #[arg(long)]
         filename: String,
+        /// Address-space limit the child sets on itself, in MiB.
         #[arg(long)]
         memory_mb: u64,
+        /// CPU-time limit the child sets on itself, in seconds.
         #[arg(long)]
         cpu_seconds: u64,
     },

@@ -225,8 +225,24 @@ async fn gave_up(app: &AppState, kind: &str, payload: &Value) {
 
 /// Claims and runs every due job once; returns how many ran.
 pub async fn run_due(app: &AppState) -> ApiResult<usize> {
+    run_due_until(app, None).await
+}
+
+/// `run_due`, stopping before the next claim once `stop` says so: on shutdown the job in hand
+/// finishes (each is bounded by its own timeouts), the rest stay queued for the next start
+/// instead of holding SIGTERM up for the whole backlog.
+async fn run_due_until(
+    app: &AppState,
+    stop: Option<&tokio::sync::watch::Receiver<bool>>,
+) -> ApiResult<usize> {
     let mut n = 0;
-    while let Some(job) = app.db.write(|c| Ok(claim(c)?)).await? {
+    loop {
+        if stop.is_some_and(|s| *s.borrow()) {
+            break;
+        }
+        let Some(job) = app.db.write(|c| Ok(claim(c)?)).await? else {
+            break;
+        };
         // On its own task, so that a job that panics fails like any other instead of ending
         // the worker loop with the job left `running`.
         let (app2, job2) = (app.clone(), job.clone());
@@ -257,7 +273,7 @@ pub async fn run_due(app: &AppState) -> ApiResult<usize> {
 pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let poll = Duration::from_millis(app.config.job_poll_ms.max(10));
     loop {
-        if let Err(e) = run_due(&app).await {
+        if let Err(e) = run_due_until(&app, Some(&shutdown)).await {
             tracing::error!(error = %e, "job worker");
         }
         tokio::select! {

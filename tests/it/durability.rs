@@ -259,7 +259,7 @@ async fn acknowledged_writes_survive_sigkill() {
                     move |i| {
                         json!({"resource": "webhooks", "action": "create",
                         "data": {"url": format!("http://127.0.0.1:9/r{round}/w{w}/{i}"),
-                                 "event_types": ["lead.created"]}})
+                                 "event_types": ["genie.created"]}})
                     },
                 ))
             })
@@ -596,4 +596,140 @@ async fn startup_sweeps_unreferenced_document_files() {
     assert_eq!(d.ok(200)["document"]["status"], json!("completed"));
     let (ok, report) = admin_check(app.dir.path());
     assert!(ok, "{report}");
+}
+
+/// A receiver that takes webhook deliveries and never answers them: each one costs the
+/// sender its whole delivery timeout. Counts the requests it was sent.
+async fn silent_receiver() -> (String, Arc<AtomicUsize>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = sock.read(&mut buf).await {
+                    if n == 0 {
+                        return;
+                    }
+                    head.extend_from_slice(&buf[..n]);
+                    if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        assert!(head.starts_with(b"POST /hook "), "a delivery is a POST");
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        break;
+                    }
+                }
+                // Hold the connection open until the sender gives up on it.
+                while let Ok(n) = sock.read(&mut buf).await {
+                    if n == 0 {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// SIGTERM with a backlog of slow jobs: the job in hand finishes, the rest wait for the next
+/// start. (The job worker used to work through every due job before it looked at the stop
+/// signal, so a backlog held shutdown up for as long as the backlog took.)
+// Multi-threaded: the receiver keeps accepting while the test blocks on the child's exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_does_not_wait_for_the_job_backlog() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    cli(
+        &data,
+        &[
+            "admin",
+            "create-user",
+            "--create-data-dir",
+            "--email",
+            "s@example.test",
+        ],
+    );
+    let token = cli(
+        &data,
+        &["admin", "issue-token", "--email", "s@example.test"],
+    );
+    let (url, seen) = silent_receiver().await;
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut child = Proc::spawn(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--allow-private-outbound", "--webhook-timeout-seconds", "1"])
+            .arg("--data-dir")
+            .arg(&data)
+            .env("GENIED_LOG_LEVEL", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_ready(&mut child, &base).await;
+    let client = reqwest::Client::new();
+    envelope(
+        &client,
+        &base,
+        &token,
+        json!({"resource": "webhooks", "action": "create",
+               "data": {"url": url, "event_types": ["genie.created"]}}),
+    )
+    .await;
+    const EVENTS: usize = 12;
+    for i in 0..EVENTS {
+        envelope(
+            &client,
+            &base,
+            &token,
+            json!({"resource": "genies", "action": "create",
+                   "data": {"genieName": format!("Genie {i}"), "systemPrompt": "You help."}}),
+        )
+        .await;
+    }
+    // Every delivery is queued (fan-out runs beside the request) and the first is in hand
+    // (the receiver holds it): stop the service now.
+    let conn = rusqlite::Connection::open(data.join("genied.db")).unwrap();
+    let deliveries = || -> i64 {
+        conn.query_row(
+            "SELECT COUNT(*) FROM jobs WHERE kind = ?1",
+            [genied::webhooks::DELIVER_JOB],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let end = Instant::now() + DEADLINE;
+    while deliveries() < EVENTS as i64 || seen.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < end,
+            "{} deliveries queued, {} reached the receiver",
+            deliveries(),
+            seen.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = child.wait(DEADLINE);
+    assert!(status.success(), "exit: {status}");
+    let delivered = seen.load(Ordering::SeqCst);
+    assert!(
+        delivered < 4,
+        "{delivered} delivery attempts reached the receiver ({EVENTS} queued): shutdown drained the backlog"
+    );
+    // The rest are still queued for the next start, none lost.
+    let queued: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM jobs WHERE kind = ?1 AND status = 'pending'",
+            [genied::webhooks::DELIVER_JOB],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        queued as usize, EVENTS,
+        "every delivery (the timed-out one for its retry) waits for the next start"
+    );
 }
