@@ -1,5 +1,6 @@
-//! The application: shared state, startup (`build_app`) and the server loop (`serve`),
-//! split so that `main`, the tests and the examples start the service the same way.
+//! The composition root: startup (`build_app`) and the server loop (`serve`), split so that
+//! `main`, the tests and the examples start the service the same way. It is the one module
+//! that sees every layer; the state it builds lives in `state`, the routes in `http`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,44 +14,15 @@ use tokio::sync::{Notify, watch};
 use crate::config::Config;
 use crate::db::{self, Db, users::Role};
 use crate::events::Bus;
-use crate::http::rate_limit::RateLimits;
+use crate::limits::{ChatLimiter, RateLimits};
 use crate::llm::Llm;
 use crate::net::Guarded;
 use crate::secrets::{self, Secrets};
 use crate::voice::DynVoice;
 use crate::{auth, http, jobs};
 
-pub struct AppInner {
-    pub config: Config,
-    pub db: Db,
-    pub secrets: Secrets,
-    pub limits: RateLimits,
-    pub bus: Bus,
-    /// Wakes the job worker right after something was queued.
-    pub jobs_notify: Notify,
-    /// The voice-agent platform genies are provisioned in.
-    pub voice: DynVoice,
-    /// The only client for user-supplied URLs.
-    pub net: Guarded,
-    /// The configured OpenAI-compatible endpoint, if any.
-    pub llm: Option<Llm>,
-    /// Per-address limit on the public genie page's chat.
-    pub public_chat: http::public_page::ChatLimiter,
-    /// Worker genies: run executor, triggers, credential key.
-    pub workers: crate::workers::Workers,
-    /// Outgoing mail: SMTP when configured, else dashboard notifications.
-    pub mail: crate::mail::Mailer,
-    /// Recent authentications (API keys, sessions), so hot callers skip the database.
-    pub auth_cache: auth::AuthCache,
-}
-
-pub type AppState = Arc<AppInner>;
-
-impl AppInner {
-    pub fn wake_jobs(&self) {
-        self.jobs_notify.notify_one();
-    }
-}
+// Re-exported: the state's old home, still used by tests and examples.
+pub use crate::state::{AppInner, AppState};
 
 pub struct App {
     pub state: AppState,
@@ -106,7 +78,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         voice,
         net: Guarded::from_config(&config),
         llm: Llm::from_config(&config),
-        public_chat: http::public_page::ChatLimiter::new(config.public_chat_rate_limit_per_minute),
+        public_chat: ChatLimiter::new(config.public_chat_rate_limit_per_minute),
         workers: crate::workers::Workers::new(&config, &secrets),
         mail: crate::mail::Mailer::from_config(&config)?,
         config,
@@ -116,11 +88,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         jobs_notify: Notify::new(),
         auth_cache: auth::AuthCache::default(),
     });
-    let extra = Router::new()
-        .merge(http::public_page::routes())
-        .merge(crate::api::documents::upload::routes())
-        .merge(http::hooks::routes());
-    let router = http::router(state.clone(), extra);
+    let router = http::router(state.clone(), Router::new());
     Ok(App { state, router })
 }
 

@@ -10,9 +10,9 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use crate::app::AppState;
 use crate::db;
 use crate::error::ApiResult;
+use crate::state::AppState;
 
 /// Times a job found `running` at startup is run again; the next time it is made `dead`.
 pub const MAX_CRASH_RETRIES: i64 = 3;

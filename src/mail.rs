@@ -9,10 +9,10 @@ use rusqlite::{Connection, params};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::app::AppInner;
 use crate::config::Config;
 use crate::db::{new_id, now};
 use crate::error::ApiResult;
+use crate::state::AppInner;
 
 pub struct Mailer {
     smtp: Option<AsyncSmtpTransport<Tokio1Executor>>,

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::app::AppState;
 use crate::db::{self, page_chat as store};
 use crate::error::{ApiError, ApiResult};
 use crate::llm::{ChatRequest, Message};
+use crate::state::AppState;
 
 pub use crate::db::page_chat::PageGenie;
 

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::app::AppState;
 use crate::db::{self, webhooks::Attempt};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{EVENT_TYPES, Event};
+use crate::state::AppState;
 use crate::workers::credentials;
 use crate::{jobs, net};
 

@@ -10,12 +10,12 @@ use serde_json::{Map, Value, json};
 
 use super::{ActionRequest, Ctx, Reply, page, parse_uuid};
 use crate::analysis::{self, Analysis};
-use crate::app::AppState;
 use crate::auth::Principal;
 use crate::db::conversations::{self as repo, CHANNELS, Conversation, Filter, STATUSES, Scope};
 use crate::db::leads as leads_repo;
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::state::AppState;
 use crate::voice::{ConversationDetail, Turn};
 
 /// Job kind that mails (or records) the report of a finished conversation.

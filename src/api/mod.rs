@@ -28,10 +28,10 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::auth::Principal;
 use crate::db::{self, Db};
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 
 /// Every resource name the envelope accepts (`documents` is an alias of `knowledge-base`).
 pub const RESOURCES: &[&str] = &[

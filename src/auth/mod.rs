@@ -10,9 +10,9 @@ use std::sync::RwLock;
 
 use axum::http::{HeaderMap, header};
 
-use crate::app::AppState;
 use crate::db::{self, users::Role};
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Via {

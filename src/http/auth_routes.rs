@@ -13,10 +13,10 @@ use serde_json::json;
 
 use super::envelope::{body_object, body_rejection};
 use crate::api::parse_value;
-use crate::app::AppState;
 use crate::auth::{self, Credential, Via, passwords, sessions};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub(crate) struct Login {

@@ -10,10 +10,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use crate::api::{self, ActionRequest, Ctx};
-use crate::app::AppState;
 use crate::auth::{self, Credential};
 use crate::error::{ApiError, ApiResult};
-use crate::http::rate_limit::RateInfo;
+use crate::limits::RateInfo;
+use crate::state::AppState;
 
 #[derive(Debug, Clone)]
 pub struct Envelope {

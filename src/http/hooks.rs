@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::api::{Ctx, conversations};
-use crate::app::AppState;
 use crate::auth::{Principal, Via};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 use crate::voice::{ConversationDetail, Turn};
 
 /// How old a signed timestamp may be (the provider's own rule), and how far in the future.

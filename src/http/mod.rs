@@ -7,7 +7,6 @@ pub mod envelope;
 pub mod hooks;
 pub mod openapi;
 pub mod public_page;
-pub mod rate_limit;
 pub mod rest;
 pub mod server;
 
@@ -25,9 +24,11 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::app::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 
+/// Every route of the service; `extra` adds routes on top of them (tests mount handlers that
+/// misbehave on purpose). The whole HTTP surface is wired here, not in the composition root.
 pub fn router(app: AppState, extra: Router<AppState>) -> Router {
     let c = &app.config;
     let (max_body, timeout) = (
@@ -45,6 +46,9 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
         .route("/v1/{resource}", get(rest::list).post(rest::create))
         .route("/v1/{resource}/{id}", get(rest::get).patch(rest::update).delete(rest::delete))
         .route("/v1/{resource}/{id}/{action}", post(rest::action))
+        .merge(public_page::routes())
+        .merge(crate::api::documents::upload::routes())
+        .merge(hooks::routes())
         .merge(extra)
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
         .method_not_allowed_fallback(|| async { ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED) })

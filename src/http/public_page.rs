@@ -16,11 +16,11 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::auth::{self, Credential};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::page_chat::{self, PageGenie};
+use crate::state::AppState;
 
 const PAGE: &str = include_str!("../../assets/page/page.html");
 const CHAT: &str = include_str!("../../assets/page/chat.html");
@@ -201,36 +201,6 @@ struct ChatIn {
     #[serde(default, alias = "conversationId")]
     conversation_id: Option<String>,
     message: String,
-}
-
-/// Per-address limit on the public chat: it needs no account, and each message can cost an
-/// LLM call.
-pub struct ChatLimiter(Option<governor::DefaultKeyedRateLimiter<std::net::IpAddr>>);
-
-impl ChatLimiter {
-    pub fn new(per_minute: u32) -> ChatLimiter {
-        ChatLimiter(
-            std::num::NonZeroU32::new(per_minute)
-                .map(|n| governor::RateLimiter::keyed(governor::Quota::per_minute(n))),
-        )
-    }
-
-    fn check(&self, ip: std::net::IpAddr) -> ApiResult<()> {
-        use governor::clock::{Clock, DefaultClock};
-        match self.0.as_ref().map(|l| l.check_key(&ip)) {
-            Some(Err(not_until)) => {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
-                Err(ApiError::rate_limited(wait.as_secs().max(1)))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    pub fn shrink(&self) {
-        if let Some(l) = &self.0 {
-            l.retain_recent();
-        }
-    }
 }
 
 async fn chat(

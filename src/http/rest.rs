@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 
 use super::envelope::{Envelope, body_object, body_rejection, check_data, execute, take_id};
 use crate::api;
-use crate::app::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 
 /// Query members that steer paging and options rather than filter; all others are also
 /// copied under `data.filters`, where list actions look for filters.

@@ -9,8 +9,8 @@ pub mod store;
 
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::db::documents::Document;
+use crate::state::AppState;
 
 pub const TYPES: &[&str] = &[
     "text",

@@ -12,11 +12,11 @@ use serde_json::json;
 
 use super::crawl::{self, FetchError};
 use super::extract::{self, text};
-use crate::app::AppState;
 use crate::db::documents::{self as docs, Document, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 use crate::jobs::{self, Job};
+use crate::state::AppState;
 
 pub const EXTRACT: &str = "document.extract";
 pub const OPTIMIZE: &str = "document.optimize";

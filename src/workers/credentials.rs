@@ -24,10 +24,10 @@ use anyhow::Context;
 use rand::RngCore;
 use rusqlite::Connection;
 
-use crate::app::AppState;
 use crate::config::Config;
 use crate::db::{self, Db, workers::Sealed};
 use crate::secrets::{self, Secrets};
+use crate::state::AppState;
 
 /// Encrypts `plain` for record `id`; returns (nonce, ciphertext).
 pub fn seal(key: &[u8; 32], id: &str, plain: &[u8]) -> (Vec<u8>, Vec<u8>) {

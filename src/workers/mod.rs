@@ -18,12 +18,12 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::AbortHandle;
 
-use crate::app::AppState;
 use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::ApiResult;
 use crate::events::Event;
 use crate::secrets::Secrets;
+use crate::state::AppState;
 
 /// Run-time state of worker genies, one per process (a field of `AppInner`).
 pub struct Workers {

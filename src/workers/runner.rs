@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::credentials;
 use super::tools::{self, Opened, ToolCtx};
-use crate::app::AppState;
 use crate::db::{self, workers::Run};
 use crate::events::Event;
 use crate::llm::{ChatRequest, Message, Usage};
+use crate::state::AppState;
 
 pub const NO_LLM: &str = "no LLM endpoint is configured: start genied with --llm-base-url <OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1> (and --llm-api-key if the endpoint needs one), or set GENIED_LLM_BASE_URL";
 

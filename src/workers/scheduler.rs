@@ -15,8 +15,8 @@ use serde_json::json;
 use tokio_cron_scheduler::{Job, JobScheduler};
 use uuid::Uuid;
 
-use crate::app::{AppInner, AppState};
 use crate::db;
+use crate::state::{AppInner, AppState};
 
 pub(crate) struct Scheduler {
     sched: JobScheduler,

@@ -19,9 +19,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rusqlite::types::Value as Sql;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
 use crate::db::{self, workers::Credential, workers::WorkerGenie, workers_query};
 use crate::net::Limits;
+use crate::state::AppState;
 
 /// Largest response body `web_fetch` reads, and the part of it the model sees.
 pub const FETCH_MAX_BYTES: usize = 512 * 1024;

@@ -507,7 +507,10 @@ async fn search(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 }
 
 /// Used by other resources: the `{id, name, type, is_active, status}` list of a genie's documents.
-pub async fn genie_documents(app: &crate::app::AppState, genie_id: &str) -> ApiResult<Vec<Value>> {
+pub async fn genie_documents(
+    app: &crate::state::AppState,
+    genie_id: &str,
+) -> ApiResult<Vec<Value>> {
     let g = genie_id.to_string();
     app.db
         .read(move |c| {

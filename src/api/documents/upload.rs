@@ -14,10 +14,10 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-use crate::app::AppState;
 use crate::auth::{self, Credential};
 use crate::error::{ApiError, ApiResult};
 use crate::http::envelope::{self, Envelope};
+use crate::state::AppState;
 
 pub fn routes() -> axum::Router<AppState> {
     axum::Router::new().route("/v1/knowledge-base/upload", axum::routing::post(upload))

@@ -9,11 +9,11 @@ use super::input::{self, CreateGenie};
 use super::settings;
 use super::{CLEANUP_JOB, check_group, load_manageable, lock_genie, phones_of, reload};
 use crate::api::{ActionRequest, Ctx, Reply, parse_uuid, parse_value};
-use crate::app::AppState;
 use crate::db;
 use crate::db::genies::{self as repo, GenieRow, PhoneRow};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::state::AppState;
 
 pub(super) async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let body: CreateGenie = req.data()?;

@@ -19,11 +19,11 @@ mod view;
 use serde_json::Value;
 
 use super::{ActionRequest, Ctx, Reply, parse_uuid};
-use crate::app::AppState;
 use crate::db::genies::{self as repo, GenieRow};
 use crate::db::{self, users::Role};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::state::AppState;
 
 pub use lifecycle::{create_genie_for, run_cleanup};
 pub use update::sync_agent_documents;

@@ -6,10 +6,10 @@ use super::input::{self, UpdateGenie};
 use super::settings;
 use super::{check_group, load_manageable, lock_genie, reload_updated};
 use crate::api::{ActionRequest, Ctx, Reply};
-use crate::app::AppState;
 use crate::db;
 use crate::db::genies as repo;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 use crate::voice::KbDocRef;
 
 /// The knowledge base the provider should hold for a genie: its active documents that

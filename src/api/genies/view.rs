@@ -18,7 +18,7 @@ pub struct PageChat {
 }
 
 impl PageChat {
-    pub fn of(app: &crate::app::AppState) -> PageChat {
+    pub fn of(app: &crate::state::AppState) -> PageChat {
         PageChat {
             llm: app.llm.is_some(),
             widget_provider: app.voice.name() == "elevenlabs",

@@ -35,7 +35,7 @@ struct Checked {
     header_name: Option<String>,
 }
 
-fn check(i: StoreInput, app: &crate::app::AppState) -> ApiResult<Checked> {
+fn check(i: StoreInput, app: &crate::state::AppState) -> ApiResult<Checked> {
     let name = i.name.trim().to_string();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(ApiError::validation(

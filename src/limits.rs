@@ -1,5 +1,6 @@
-//! In-memory token buckets (governor): per API key, per signed-in user, and per client
-//! address for sign-in attempts. A limit of 0 turns that bucket off.
+//! In-memory token buckets (governor): per API key, per signed-in user, per client address
+//! for sign-in attempts and for the public page's chat. A limit of 0 turns that bucket off.
+//! They live in the application state, so they sit below `http/`, which only consults them.
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -106,6 +107,36 @@ impl RateLimits {
         }
         if let Some(b) = &self.logins {
             b.limiter.retain_recent();
+        }
+    }
+}
+
+/// Per-address limit on the public chat: it needs no account, and each message can cost an
+/// LLM call.
+pub struct ChatLimiter(Option<governor::DefaultKeyedRateLimiter<std::net::IpAddr>>);
+
+impl ChatLimiter {
+    pub fn new(per_minute: u32) -> ChatLimiter {
+        ChatLimiter(
+            std::num::NonZeroU32::new(per_minute)
+                .map(|n| governor::RateLimiter::keyed(governor::Quota::per_minute(n))),
+        )
+    }
+
+    pub fn check(&self, ip: std::net::IpAddr) -> ApiResult<()> {
+        use governor::clock::{Clock, DefaultClock};
+        match self.0.as_ref().map(|l| l.check_key(&ip)) {
+            Some(Err(not_until)) => {
+                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                Err(ApiError::rate_limited(wait.as_secs().max(1)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn shrink(&self) {
+        if let Some(l) = &self.0 {
+            l.retain_recent();
         }
     }
 }

@@ -1,0 +1,49 @@
+//! The application state every layer below the router is handed: database, configuration,
+//! providers, limiters and the event bus. It holds only types from below `api/` and `http/`,
+//! so that background code (jobs, workers, the pipeline) can take it without importing them.
+
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use crate::auth;
+use crate::config::Config;
+use crate::db::Db;
+use crate::events::Bus;
+use crate::limits::{ChatLimiter, RateLimits};
+use crate::llm::Llm;
+use crate::net::Guarded;
+use crate::secrets::Secrets;
+use crate::voice::DynVoice;
+
+pub struct AppInner {
+    pub config: Config,
+    pub db: Db,
+    pub secrets: Secrets,
+    pub limits: RateLimits,
+    pub bus: Bus,
+    /// Wakes the job worker right after something was queued.
+    pub jobs_notify: Notify,
+    /// The voice-agent platform genies are provisioned in.
+    pub voice: DynVoice,
+    /// The only client for user-supplied URLs.
+    pub net: Guarded,
+    /// The configured OpenAI-compatible endpoint, if any.
+    pub llm: Option<Llm>,
+    /// Per-address limit on the public genie page's chat.
+    pub public_chat: ChatLimiter,
+    /// Worker genies: run executor, triggers, credential key.
+    pub workers: crate::workers::Workers,
+    /// Outgoing mail: SMTP when configured, else dashboard notifications.
+    pub mail: crate::mail::Mailer,
+    /// Recent authentications (API keys, sessions), so hot callers skip the database.
+    pub auth_cache: auth::AuthCache,
+}
+
+pub type AppState = Arc<AppInner>;
+
+impl AppInner {
+    pub fn wake_jobs(&self) {
+        self.jobs_notify.notify_one();
+    }
+}
