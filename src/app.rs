@@ -19,7 +19,7 @@ use crate::llm::Llm;
 use crate::net::Guarded;
 use crate::secrets::{self, Secrets};
 use crate::voice::DynVoice;
-use crate::{auth, http, jobs};
+use crate::{auth, dispatch, http};
 
 // Re-exported: the state's old home, still used by tests and examples.
 pub use crate::state::{AppInner, AppState};
@@ -51,7 +51,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
     let secrets = crate::workers::credentials::apply_master_key(&config, &db, secrets)?;
     crate::workers::recover(&db)?;
     let recovered = db
-        .write_blocking(|c| Ok(jobs::recover(c)?))
+        .write_blocking(|c| Ok(dispatch::recover(c)?))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if recovered > 0 {
         tracing::warn!(
@@ -101,7 +101,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let worker = tokio::spawn(jobs::worker(app.state.clone(), stop_rx.clone()));
+    let worker = tokio::spawn(dispatch::worker(app.state.clone(), stop_rx.clone()));
     let fan_out = tokio::spawn(crate::webhooks::fan_out_loop(
         app.state.clone(),
         stop_rx.clone(),

@@ -471,7 +471,7 @@ pub fn admin(
 
 /// What `admin check` looks at. A job `running` for over ten minutes belongs to a process that
 /// died (a live one finishes or fails its jobs well within that); dead jobs gave up retrying.
-/// A job dead because the service stopped every time it ran it (`jobs::recover`) is a
+/// A job dead because the service stopped every time it ran it (`dispatch::recover`) is a
 /// problem: some input kills the process. One run again after such a stop is listed, not a
 /// problem (a deploy or an OOM kill of the whole host stops jobs too).
 fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json::Value> {

@@ -1,6 +1,7 @@
 //! The durable job queue. Work that must happen even if the process dies (provider clean-up,
-//! document pipeline steps, deliveries) is a row in `jobs`; one worker loop claims due jobs,
-//! runs them, and reschedules failures with exponential backoff. A claim commits `running`
+//! document pipeline steps, deliveries) is a row in `jobs`; the worker loop (`dispatch`)
+//! claims due jobs, runs them, and reschedules failures with exponential backoff. This module
+//! is the queue only: it knows no job kind, so everything that queues work can import it. A claim commits `running`
 //! before the job runs, so a job found `running` at start belonged to a process that died
 //! while running it: it is made due again at most [`MAX_CRASH_RETRIES`] times, then `dead`,
 //! so an input that kills the process cannot do so at every restart.
@@ -11,8 +12,6 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 use crate::db;
-use crate::error::ApiResult;
-use crate::state::AppState;
 
 /// Times a job found `running` at startup is run again; the next time it is made `dead`.
 pub const MAX_CRASH_RETRIES: i64 = 3;
@@ -48,7 +47,8 @@ pub fn enqueue(
     Ok(c.last_insert_rowid())
 }
 
-fn claim(c: &Connection) -> rusqlite::Result<Option<Job>> {
+/// Takes the next due job and marks it `running` (committed before it runs, see above).
+pub fn claim(c: &Connection) -> rusqlite::Result<Option<Job>> {
     let now = db::now();
     c.query_row(
         "UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?1
@@ -83,7 +83,9 @@ pub enum Finished {
     Dead,
 }
 
-fn finish(
+/// Records how a claimed job ended: deleted when done, else due again after [`backoff`] or
+/// `dead` once its `max_attempts` are used.
+pub fn finish(
     c: &Connection,
     job: &Job,
     outcome: &Result<(), String>,
@@ -118,11 +120,18 @@ fn finish(
     }
 }
 
+/// What [`recover`] did: how many jobs it made due again, and the ones it made `dead`.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    pub requeued: usize,
+    pub dead: Vec<Job>,
+}
+
 /// Deals with the jobs a dead process left `running` (call at startup, before the worker
 /// starts): each is due again, unless the process already died [`MAX_CRASH_RETRIES`] times
-/// running it, in which case it is `dead` with the reason [`CRASHED`] and what was waiting on
-/// it is told (a document fails). Returns how many were made due again.
-pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
+/// running it, in which case it is `dead` with the reason [`CRASHED`]. Telling what waited on
+/// a dead job is the dispatcher's part (`dispatch::recover`), since only it knows job kinds.
+pub fn recover(c: &Connection) -> rusqlite::Result<Recovered> {
     let now = db::now();
     let dead = c
         .prepare(
@@ -133,24 +142,13 @@ pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
         )?
         .query_map(params![now, CRASHED, MAX_CRASH_RETRIES], job_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    for job in &dead {
-        tracing::error!(
-            job = job.id,
-            kind = %job.kind,
-            payload = %job.payload,
-            crashes = MAX_CRASH_RETRIES + 1,
-            "job is dead: the service stopped every time it ran"
-        );
-        if job.kind.starts_with("document.") {
-            crate::knowledge::pipeline::crashed_too_often(c, job)?;
-        }
-    }
-    c.execute(
+    let requeued = c.execute(
         "UPDATE jobs SET status = 'pending', crash_retries = crash_retries + 1, last_error = ?2,
                 updated_at = ?1
          WHERE status = 'running'",
         params![now, CRASHED],
-    )
+    )?;
+    Ok(Recovered { requeued, dead })
 }
 
 /// Counts jobs not yet done (pending or running); used by tests and `admin check`.
@@ -197,89 +195,4 @@ pub fn troubled(c: &Connection, limit: i64) -> rusqlite::Result<Vec<Troubled>> {
         })
     })?
     .collect()
-}
-
-/// Runs one job by kind. Each resource that queues work adds its kind here.
-async fn run(app: &AppState, job: &Job) -> Result<(), String> {
-    match job.kind.as_str() {
-        "noop" => Ok(()),
-        crate::webhooks::DELIVER_JOB => crate::webhooks::deliver_job(app, &job.payload).await,
-        k if k.starts_with("document.") => crate::knowledge::pipeline::run(app, job).await,
-        crate::api::genies::CLEANUP_JOB => crate::api::genies::run_cleanup(app, &job.payload).await,
-        crate::api::conversations::REPORT_JOB => {
-            crate::api::conversations::report_job(app, &job.payload).await
-        }
-        other => Err(format!("unknown job kind '{other}'")),
-    }
-}
-
-/// Called once when a job with `max_attempts` has used them all.
-async fn gave_up(app: &AppState, kind: &str, payload: &Value) {
-    tracing::error!(kind, %payload, "job gave up after its last attempt");
-    if kind == crate::webhooks::DELIVER_JOB
-        && let Err(e) = crate::webhooks::delivery_exhausted(app, payload).await
-    {
-        tracing::error!(error = %e, "could not disable a failing webhook endpoint");
-    }
-}
-
-/// Claims and runs every due job once; returns how many ran.
-pub async fn run_due(app: &AppState) -> ApiResult<usize> {
-    run_due_until(app, None).await
-}
-
-/// `run_due`, stopping before the next claim once `stop` says so: on shutdown the job in hand
-/// finishes (each is bounded by its own timeouts), the rest stay queued for the next start
-/// instead of holding SIGTERM up for the whole backlog.
-async fn run_due_until(
-    app: &AppState,
-    stop: Option<&tokio::sync::watch::Receiver<bool>>,
-) -> ApiResult<usize> {
-    let mut n = 0;
-    loop {
-        if stop.is_some_and(|s| *s.borrow()) {
-            break;
-        }
-        let Some(job) = app.db.write(|c| Ok(claim(c)?)).await? else {
-            break;
-        };
-        // On its own task, so that a job that panics fails like any other instead of ending
-        // the worker loop with the job left `running`.
-        let (app2, job2) = (app.clone(), job.clone());
-        let outcome = match tokio::spawn(async move { run(&app2, &job2).await }).await {
-            Ok(r) => r,
-            Err(e) if e.is_panic() => Err("the job panicked (a bug; see the log)".to_string()),
-            Err(e) => Err(format!("the job did not finish: {e}")),
-        };
-        if let Err(e) = &outcome {
-            tracing::warn!(job = job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
-        }
-        let base = app.config.job_backoff_base_ms;
-        let (kind, payload) = (job.kind.clone(), job.payload.clone());
-        let finished = app
-            .db
-            .write(move |c| Ok(finish(c, &job, &outcome, base)?))
-            .await?;
-        if finished == Finished::Dead {
-            gave_up(app, &kind, &payload).await;
-        }
-        n += 1;
-    }
-    Ok(n)
-}
-
-/// The worker loop: runs due jobs whenever woken (`AppState::jobs_notify`) or every
-/// `job_poll_ms`, until shutdown.
-pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-    let poll = Duration::from_millis(app.config.job_poll_ms.max(10));
-    loop {
-        if let Err(e) = run_due_until(&app, Some(&shutdown)).await {
-            tracing::error!(error = %e, "job worker");
-        }
-        tokio::select! {
-            _ = app.jobs_notify.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
-            _ = shutdown.changed() => return,
-        }
-    }
 }

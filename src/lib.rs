@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod http;

@@ -260,7 +260,7 @@ async fn optimize_step(app: &AppState, id: &str) -> Result<(), String> {
 pub const CRASHED_ERROR: &str = "the service stopped every time it processed this document \
      (it may be malformed or too complex), so it was not imported";
 
-/// Called by `jobs::recover`, in its transaction, for a `document.*` job it made `dead`: a
+/// Called by `dispatch::recover`, in its transaction, for a `document.*` job it made `dead`: a
 /// document still waiting on that step fails instead of staying pending for ever.
 pub fn crashed_too_often(c: &Connection, job: &Job) -> rusqlite::Result<()> {
     if job.kind != EXTRACT && job.kind != OPTIMIZE {

@@ -327,7 +327,7 @@ impl TestApp {
 
     /// Runs every due job now, as the worker would.
     pub async fn run_jobs(&self) -> usize {
-        genied::jobs::run_due(&self.state).await.expect("jobs")
+        genied::dispatch::run_due(&self.state).await.expect("jobs")
     }
 
     /// Counts rows of a table (test assertions on "nothing changed").

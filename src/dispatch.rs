@@ -1,0 +1,116 @@
+//! The job dispatcher: maps each job kind to the domain function that does it, and runs the
+//! worker loop over the queue (`jobs`). Kept apart from the queue so that the queue stays at
+//! the bottom (anything may enqueue) while this, which calls into the domain, sits above it.
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::error::ApiResult;
+use crate::jobs::{self, Finished, Job, MAX_CRASH_RETRIES};
+use crate::state::AppState;
+
+/// `jobs::recover`, then tells what waited on each job it made `dead` (a document fails), in
+/// the same transaction. Returns how many jobs were made due again.
+pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
+    let recovered = jobs::recover(c)?;
+    for job in &recovered.dead {
+        tracing::error!(
+            job = job.id,
+            kind = %job.kind,
+            payload = %job.payload,
+            crashes = MAX_CRASH_RETRIES + 1,
+            "job is dead: the service stopped every time it ran"
+        );
+        if job.kind.starts_with("document.") {
+            crate::knowledge::pipeline::crashed_too_often(c, job)?;
+        }
+    }
+    Ok(recovered.requeued)
+}
+
+/// Runs one job by kind. Each resource that queues work adds its kind here.
+async fn run(app: &AppState, job: &Job) -> Result<(), String> {
+    match job.kind.as_str() {
+        "noop" => Ok(()),
+        crate::webhooks::DELIVER_JOB => crate::webhooks::deliver_job(app, &job.payload).await,
+        k if k.starts_with("document.") => crate::knowledge::pipeline::run(app, job).await,
+        crate::api::genies::CLEANUP_JOB => crate::api::genies::run_cleanup(app, &job.payload).await,
+        crate::api::conversations::REPORT_JOB => {
+            crate::api::conversations::report_job(app, &job.payload).await
+        }
+        other => Err(format!("unknown job kind '{other}'")),
+    }
+}
+
+/// Called once when a job with `max_attempts` has used them all.
+async fn gave_up(app: &AppState, kind: &str, payload: &Value) {
+    tracing::error!(kind, %payload, "job gave up after its last attempt");
+    if kind == crate::webhooks::DELIVER_JOB
+        && let Err(e) = crate::webhooks::delivery_exhausted(app, payload).await
+    {
+        tracing::error!(error = %e, "could not disable a failing webhook endpoint");
+    }
+}
+
+/// Claims and runs every due job once; returns how many ran.
+pub async fn run_due(app: &AppState) -> ApiResult<usize> {
+    run_due_until(app, None).await
+}
+
+/// `run_due`, stopping before the next claim once `stop` says so: on shutdown the job in hand
+/// finishes (each is bounded by its own timeouts), the rest stay queued for the next start
+/// instead of holding SIGTERM up for the whole backlog.
+async fn run_due_until(
+    app: &AppState,
+    stop: Option<&tokio::sync::watch::Receiver<bool>>,
+) -> ApiResult<usize> {
+    let mut n = 0;
+    loop {
+        if stop.is_some_and(|s| *s.borrow()) {
+            break;
+        }
+        let Some(job) = app.db.write(|c| Ok(jobs::claim(c)?)).await? else {
+            break;
+        };
+        // On its own task, so that a job that panics fails like any other instead of ending
+        // the worker loop with the job left `running`.
+        let (app2, job2) = (app.clone(), job.clone());
+        let outcome = match tokio::spawn(async move { run(&app2, &job2).await }).await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => Err("the job panicked (a bug; see the log)".to_string()),
+            Err(e) => Err(format!("the job did not finish: {e}")),
+        };
+        if let Err(e) = &outcome {
+            tracing::warn!(job = job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
+        }
+        let base = app.config.job_backoff_base_ms;
+        let (kind, payload) = (job.kind.clone(), job.payload.clone());
+        let finished = app
+            .db
+            .write(move |c| Ok(jobs::finish(c, &job, &outcome, base)?))
+            .await?;
+        if finished == Finished::Dead {
+            gave_up(app, &kind, &payload).await;
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The worker loop: runs due jobs whenever woken (`AppState::jobs_notify`) or every
+/// `job_poll_ms`, until shutdown.
+pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let poll = Duration::from_millis(app.config.job_poll_ms.max(10));
+    loop {
+        if let Err(e) = run_due_until(&app, Some(&shutdown)).await {
+            tracing::error!(error = %e, "job worker");
+        }
+        tokio::select! {
+            _ = app.jobs_notify.notified() => {}
+            _ = tokio::time::sleep(poll) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
