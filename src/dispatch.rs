@@ -36,9 +36,11 @@ async fn run(app: &AppState, job: &Job) -> Result<(), String> {
         "noop" => Ok(()),
         crate::webhooks::DELIVER_JOB => crate::webhooks::deliver_job(app, &job.payload).await,
         k if k.starts_with("document.") => crate::knowledge::pipeline::run(app, job).await,
-        crate::api::genies::CLEANUP_JOB => crate::api::genies::run_cleanup(app, &job.payload).await,
-        crate::api::conversations::REPORT_JOB => {
-            crate::api::conversations::report_job(app, &job.payload).await
+        crate::service::genies::CLEANUP_JOB => {
+            crate::service::genies::run_cleanup(app, &job.payload).await
+        }
+        crate::service::conversations::REPORT_JOB => {
+            crate::service::conversations::report_job(app, &job.payload).await
         }
         other => Err(format!("unknown job kind '{other}'")),
     }

@@ -21,6 +21,7 @@ pub mod mail;
 pub mod net;
 pub mod page_chat;
 pub mod secrets;
+pub mod service;
 pub mod state;
 pub mod voice;
 pub mod webhooks;

@@ -15,10 +15,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::api::{Ctx, conversations};
-use crate::auth::{Principal, Via};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
+use crate::service::conversations;
 use crate::state::AppState;
 use crate::voice::{ConversationDetail, Turn};
 
@@ -191,29 +190,10 @@ async fn receive(app: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiResult<
     let conv_id = stored.conversation.id.clone();
     if stored.became_done {
         app.wake_jobs();
-        // Analyse it as its owner would (summary, intent, contact details, the lead), then
+        // Analyse it for its owner (summary, intent, contact details, the lead), then
         // announce it with all of that attached.
-        let owner = genie.user_id.clone();
-        let role = app
-            .db
-            .read(move |c| Ok(db::users::get(c, &owner)?))
-            .await?
-            .map(|u| u.role);
-        if let Some(role) = role {
-            let ctx = Ctx {
-                app: app.clone(),
-                principal: Principal {
-                    user_id: genie.user_id.clone(),
-                    role,
-                    via: Via::ApiKey {
-                        key_id: "provider-webhook".into(),
-                    },
-                },
-                ip: None,
-            };
-            if let Err(e) = conversations::analyze_stored(&ctx, &conv_id).await {
-                tracing::warn!(error = %e, conversation = %conv_id, "analysis after the post-call webhook failed");
-            }
+        if let Err(e) = conversations::analyze_stored(app, &genie.user_id, &conv_id).await {
+            tracing::warn!(error = %e, conversation = %conv_id, "analysis after the post-call webhook failed");
         }
         conversations::emit_completed(app, &conv_id).await?;
     }

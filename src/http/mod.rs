@@ -9,6 +9,7 @@ pub mod openapi;
 pub mod public_page;
 pub mod rest;
 pub mod server;
+pub mod upload;
 
 use std::time::Duration;
 
@@ -47,7 +48,7 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
         .route("/v1/{resource}/{id}", get(rest::get).patch(rest::update).delete(rest::delete))
         .route("/v1/{resource}/{id}/{action}", post(rest::action))
         .merge(public_page::routes())
-        .merge(crate::api::documents::upload::routes())
+        .merge(upload::routes())
         .merge(hooks::routes())
         .merge(extra)
         .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })

@@ -852,7 +852,7 @@ async fn clone_copies_documents_and_group_but_not_the_phone() {
         })
         .await
         .unwrap();
-    genied::api::genies::sync_agent_documents(&app.state, &id)
+    genied::service::genies::sync_agent_documents(&app.state, &id)
         .await
         .unwrap();
     let agent = local_agent(&app, &external_id(&app, &id).await)
@@ -1478,7 +1478,7 @@ async fn document_sync_reaches_elevenlabs() {
         })
         .await
         .unwrap();
-    genied::api::genies::sync_agent_documents(&app.state, &id)
+    genied::service::genies::sync_agent_documents(&app.state, &id)
         .await
         .unwrap();
     let patch = fake
@@ -1502,7 +1502,7 @@ async fn document_sync_reaches_elevenlabs() {
     assert_eq!(docs.len(), 3);
     assert_eq!(docs[2]["is_active"], json!(false));
     fake.fail("update_agent", 500);
-    let e = genied::api::genies::sync_agent_documents(&app.state, &id)
+    let e = genied::service::genies::sync_agent_documents(&app.state, &id)
         .await
         .unwrap_err();
     assert_eq!(e.code, "UPSTREAM_ERROR");

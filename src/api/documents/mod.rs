@@ -1,11 +1,10 @@
 //! The `knowledge-base` resource (alias `documents`): listing with filters and full-text
 //! search, reading by UUID or external id, metadata and content updates, deletion, the
 //! genie links (attach, detach, replace, sync-with-agent) and chunk search for retrieval.
-//! Creation lives in `create`, the links in `links`, the multipart route in `upload`.
+//! Creation lives in `create`, the links in `links`, the multipart route in `http::upload`.
 
 pub(crate) mod create;
 pub(crate) mod links;
-pub mod upload;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};

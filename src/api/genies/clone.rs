@@ -5,13 +5,13 @@ use serde_json::json;
 use super::input::{self, CloneGenie};
 use super::lifecycle::cleanup_or_queue;
 use super::settings;
-use super::update::kb_refs;
 use super::{load_manageable, reload, role};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies::{self as repo, GenieRow};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::service::genies::kb_refs;
 
 pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;

@@ -7,12 +7,13 @@ use serde_json::{Value, json};
 
 use super::input::{self, CreateGenie};
 use super::settings;
-use super::{CLEANUP_JOB, check_group, load_manageable, lock_genie, phones_of, reload};
+use super::{check_group, load_manageable, phones_of, reload};
 use crate::api::{ActionRequest, Ctx, Reply, parse_uuid, parse_value};
 use crate::db;
 use crate::db::genies::{self as repo, GenieRow, PhoneRow};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::service::genies::{CLEANUP_JOB, lock_genie, run_cleanup};
 use crate::state::AppState;
 
 pub(super) async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -166,26 +167,6 @@ pub(super) async fn cleanup_or_queue(
 /// The first retry of a clean-up that just failed inline.
 fn retry_delay() -> Duration {
     Duration::from_secs(30)
-}
-
-/// The `genie.cleanup` job: releases the numbers, then deletes the agent. Both steps are
-/// idempotent, so a retry after a partial success is safe.
-pub async fn run_cleanup(app: &AppState, payload: &Value) -> Result<(), String> {
-    for n in payload["number_ids"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
-        app.voice
-            .release_number(n)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    if let Some(a) = payload["agent_id"].as_str() {
-        app.voice.delete_agent(a).await.map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }
 
 pub(super) async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {

@@ -2,9 +2,10 @@
 //! too: create provisions it there first and stores the row only when the provider accepted
 //! it; delete removes it there and, when the provider fails, leaves a durable
 //! `genie.cleanup` job that retries until the provider agrees, so neither side keeps an
-//! orphan. Other resources use `create_genie_for` (marketplace install) and
-//! `sync_agent_documents` (knowledge base), and check access with
-//! `db::genies::can_read_genie` / `can_manage_genie`.
+//! orphan. The clean-up, the per-genie lock and the knowledge-base push are domain
+//! operations in `service::genies`, shared with the job dispatcher and the document
+//! pipeline. Other resources use `create_genie_for` (marketplace install) and check access
+//! with `db::genies::can_read_genie` / `can_manage_genie`.
 
 pub(crate) mod assign;
 mod clone;
@@ -25,28 +26,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 use crate::state::AppState;
 
-pub use lifecycle::{create_genie_for, run_cleanup};
-pub use update::sync_agent_documents;
+pub use lifecycle::create_genie_for;
 pub use view::full_genie;
-
-pub const CLEANUP_JOB: &str = "genie.cleanup";
-
-/// One async lock per genie id, held by every action that reads a genie, talks to the
-/// provider and writes it back, so two concurrent updates cannot lose each other's changes
-/// or leave the provider with the older version. The service is one process, so this is
-/// enough; entries nobody holds are dropped.
-static LOCKS: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
-> = std::sync::LazyLock::new(Default::default);
-
-async fn lock_genie(id: &str) -> tokio::sync::OwnedMutexGuard<()> {
-    let m = {
-        let mut map = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, v| std::sync::Arc::strong_count(v) > 1);
-        map.entry(id.to_string()).or_default().clone()
-    };
-    m.lock_owned().await
-}
 
 pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     match req.action.as_str() {

@@ -249,12 +249,3 @@ pub fn agent_spec(g: &GenieRow, knowledge_base: Vec<KbDocRef>) -> AgentSpec {
         knowledge_base,
     }
 }
-
-/// The document's type as the provider's knowledge base names it.
-pub fn kb_type(doc_type: &str) -> &'static str {
-    match doc_type {
-        "url" | "website" => "url",
-        "pdf_upload" | "file_upload" => "file",
-        _ => "text",
-    }
-}

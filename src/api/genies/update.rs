@@ -4,50 +4,12 @@ use serde_json::json;
 
 use super::input::{self, UpdateGenie};
 use super::settings;
-use super::{check_group, load_manageable, lock_genie, reload_updated};
+use super::{check_group, load_manageable, reload_updated};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies as repo;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
-use crate::voice::KbDocRef;
-
-/// The knowledge base the provider should hold for a genie: its active documents that
-/// already have an external id.
-pub(super) fn kb_refs(docs: &[repo::AttachedDoc]) -> Vec<KbDocRef> {
-    docs.iter()
-        .filter(|d| d.is_active)
-        .filter_map(|d| {
-            Some(KbDocRef {
-                id: d.external_id.clone()?,
-                name: d.name.clone(),
-                doc_type: settings::kb_type(&d.doc_type).to_string(),
-            })
-        })
-        .collect()
-}
-
-/// Pushes the genie's current document list (active documents with an external id) to the
-/// provider. The knowledge-base resource calls this after attaching, detaching or replacing
-/// documents. A provider failure is a 502 `UPSTREAM_ERROR`.
-pub async fn sync_agent_documents(app: &AppState, genie_id: &str) -> ApiResult<()> {
-    let _guard = lock_genie(genie_id).await;
-    let id = genie_id.to_string();
-    let (row, docs) = app
-        .db
-        .read(move |c| {
-            let g = repo::find(c, &id)?.ok_or_else(ApiError::agent_not_found)?;
-            let docs = repo::documents(c, &id)?;
-            Ok((g, docs))
-        })
-        .await?;
-    if let Some(agent) = &row.external_agent_id {
-        app.voice
-            .set_agent_documents(agent, &kb_refs(&docs))
-            .await?;
-    }
-    Ok(())
-}
+use crate::service::genies::{kb_refs, lock_genie};
 
 pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;

@@ -14,9 +14,9 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
+use super::envelope::{self, Envelope};
 use crate::auth::{self, Credential};
 use crate::error::{ApiError, ApiResult};
-use crate::http::envelope::{self, Envelope};
 use crate::state::AppState;
 
 pub fn routes() -> axum::Router<AppState> {

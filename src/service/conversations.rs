@@ -1,0 +1,382 @@
+//! Conversation operations shared by the `conversations` actions and the code that runs
+//! without a signed-in caller: storing what the voice provider reports (polling `sync` and
+//! the post-call webhook), analysing it, announcing it, and the `conversation.report` job.
+
+use rusqlite::Connection;
+use serde_json::{Value, json};
+
+use crate::analysis::{self, Analysis};
+use crate::auth::Principal;
+use crate::db::conversations::{self as repo, Conversation};
+use crate::db::leads as leads_repo;
+use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
+use crate::state::AppState;
+use crate::voice::ConversationDetail;
+
+/// Job kind that mails (or records) the report of a finished conversation.
+pub const REPORT_JOB: &str = "conversation.report";
+
+/// A conversation the principal may reach: its owner, an admin, or (reading) a user the
+/// genie is assigned to. Anything else reads as absent.
+pub fn load(c: &Connection, p: &Principal, id: &str, write: bool) -> ApiResult<Conversation> {
+    let conv = repo::get(c, id)?.ok_or_else(|| ApiError::not_found("conversation"))?;
+    if p.is_admin() || conv.user_id == p.user_id {
+        return Ok(conv);
+    }
+    if !write
+        && let Some(g) = &conv.genie_id
+        && repo::is_assigned(c, g, &p.user_id)?
+    {
+        return Ok(conv);
+    }
+    Err(ApiError::not_found("conversation"))
+}
+
+/// Queues the report of a finished conversation when its genie asks for reports.
+pub fn queue_report(
+    c: &Connection,
+    conv_id: &str,
+    genie: Option<&repo::GenieRef>,
+) -> rusqlite::Result<bool> {
+    match genie {
+        Some(g) if g.send_reports && !g.support_emails.is_empty() => {
+            crate::jobs::enqueue(
+                c,
+                REPORT_JOB,
+                &json!({"conversation_id": conv_id}),
+                std::time::Duration::ZERO,
+                Some(5),
+            )?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Emits `conversation.completed` with the whole record: transcript, analysis, and the lead
+/// linked to it (or null).
+pub async fn emit_completed(app: &AppState, conversation_id: &str) -> ApiResult<()> {
+    let id = conversation_id.to_string();
+    let (conv, lead) = app
+        .db
+        .read(move |c| Ok((repo::get(c, &id)?, leads_repo::get_by_conversation(c, &id)?)))
+        .await?;
+    if let Some(conv) = conv {
+        let mut data = json!(conv);
+        data["lead"] = json!(lead);
+        app.bus
+            .emit(Event::new("conversation.completed", &conv.user_id, data));
+    }
+    Ok(())
+}
+
+/// What storing one provider conversation did.
+pub struct Stored {
+    pub conversation: Conversation,
+    pub created: bool,
+    /// It reached `done` just now: its report is queued and `conversation.completed` is due.
+    pub became_done: bool,
+}
+
+/// Inserts or refreshes the conversation the provider reported for genie `g`, keyed by the
+/// provider's conversation id (so it is idempotent), and queues the report when it just
+/// finished. Shared by `sync` (polling) and the provider's post-call webhook.
+pub async fn store_provider_conversation(
+    app: &AppState,
+    g: &repo::GenieRef,
+    d: ConversationDetail,
+) -> ApiResult<Stored> {
+    let started = chrono::DateTime::from_timestamp(d.start_time_unix_secs, 0).unwrap_or_default();
+    let started = crate::db::fmt_time(started);
+    let genie = g.clone();
+    app.db
+        .write(move |c| {
+            let known = repo::by_external(c, &d.conversation_id)?;
+            if let Some(k) = &known
+                && k.user_id != genie.user_id
+            {
+                return Err(ApiError::conflict(format!(
+                    "conversation {} belongs to another account",
+                    d.conversation_id
+                )));
+            }
+            let known_status = known.as_ref().map(|k| k.status.clone());
+            let id = match known {
+                Some(k) => {
+                    repo::refresh_external(
+                        c,
+                        &k.id,
+                        &d.status,
+                        &started,
+                        d.call_duration_secs,
+                        &d.transcript,
+                        d.summary.as_deref(),
+                        &d.metadata,
+                    )?;
+                    k.id
+                }
+                None => repo::insert(
+                    c,
+                    &repo::NewConversation {
+                        user_id: &genie.user_id,
+                        genie_id: Some(&genie.id),
+                        external_id: Some(&d.conversation_id),
+                        channel: "phone",
+                        status: &d.status,
+                        started_at: &started,
+                        duration_seconds: d.call_duration_secs,
+                        transcript: &d.transcript,
+                        summary: d.summary.as_deref(),
+                        metadata: &json!({"provider": d.metadata}),
+                        tags: &json!([]),
+                    },
+                )?,
+            };
+            let became_done = d.status == "done" && known_status.as_deref() != Some("done");
+            if became_done {
+                queue_report(c, &id, Some(&genie))?;
+            }
+            Ok(Stored {
+                conversation: repo::get(c, &id)?.expect("row just written"),
+                created: known_status.is_none(),
+                became_done,
+            })
+        })
+        .await
+}
+
+/// Who asks for an analysis, which decides which conversations it may reach and who the lead
+/// log names: a signed-in caller (the rules of `load` for a write), or background code
+/// acting for the conversation's owner (the provider's post-call webhook), which reaches
+/// that owner's conversations only.
+#[derive(Debug, Clone)]
+pub enum By {
+    Caller(Principal),
+    Owner(String),
+}
+
+impl By {
+    fn user_id(&self) -> &str {
+        match self {
+            By::Caller(p) => &p.user_id,
+            By::Owner(u) => u,
+        }
+    }
+
+    fn load(&self, c: &Connection, id: &str) -> ApiResult<Conversation> {
+        match self {
+            By::Caller(p) => load(c, p, id, true),
+            By::Owner(u) => repo::get(c, id)?
+                .filter(|conv| &conv.user_id == u)
+                .ok_or_else(|| ApiError::not_found("conversation")),
+        }
+    }
+}
+
+/// What an analysis did: the updated conversation, and the lead it created or filled in.
+pub struct Analyzed {
+    pub conversation: Conversation,
+    pub lead: Option<leads_repo::Lead>,
+    /// `created`, `updated` or `none`.
+    pub lead_action: &'static str,
+    /// How the analysis was made (`llm` or `deterministic`).
+    pub method: String,
+}
+
+/// Analyses a stored conversation for its owner (summary, intent, contact details, the lead
+/// with `createLead` on), as background code does once a call is done.
+pub async fn analyze_stored(
+    app: &AppState,
+    owner_id: &str,
+    conversation_id: &str,
+) -> ApiResult<Analyzed> {
+    analyze(app, By::Owner(owner_id.to_string()), conversation_id, true).await
+}
+
+/// Analyses a conversation `by` may write, stores the analysis, creates or fills in the lead
+/// it names (when `create_lead`), and announces `conversation.analyzed` and the lead change.
+pub async fn analyze(app: &AppState, by: By, id: &str, create_lead: bool) -> ApiResult<Analyzed> {
+    let (b, id) = (by.clone(), id.to_string());
+    let conv = app.db.read(move |c| b.load(c, &id)).await?;
+    let turns = conv.turns();
+    let provider_summary = conv.metadata["provider_summary"]
+        .as_str()
+        .map(str::to_string)
+        .or(conv.summary.clone());
+    let a: Analysis = analysis::analyze(
+        app.llm.as_ref(),
+        &analysis::Input {
+            channel: &conv.channel,
+            duration_seconds: conv.duration_seconds,
+            transcript: &turns,
+            provider_summary: if conv.analysis.is_some() {
+                None
+            } else {
+                provider_summary.as_deref()
+            },
+        },
+    )
+    .await;
+    let analysis_json = json!(a);
+    let (conv_id, me) = (conv.id.clone(), by.user_id().to_string());
+    let (conv, lead, lead_action) = app
+        .db
+        .write(move |c| {
+            let conv = by.load(c, &conv_id)?;
+            repo::set_analysis(c, &conv_id, &a.summary, &analysis_json)?;
+            let mut lead_action = "none";
+            let mut lead = None;
+            if create_lead
+                && let Some(genie_id) = &conv.genie_id
+            {
+                let contact = &a.contact;
+                let meta = json!({"source": "conversation_analysis", "conversation_id": conv_id, "intent": a.intent, "sentiment": a.sentiment, "method": a.method});
+                match leads_repo::get_by_conversation(c, &conv_id)? {
+                    Some(existing) => {
+                        // Fill only what the lead does not have yet: people's edits win.
+                        let mut fields: leads_repo::Fields = Vec::new();
+                        for (col, have, found) in [
+                            ("name", &existing.name, &contact.name),
+                            ("email", &existing.email, &contact.email),
+                            ("phone", &existing.phone, &contact.phone),
+                            ("budget", &existing.budget, &contact.budget),
+                            ("timeline", &existing.timeline, &contact.timeline),
+                        ] {
+                            if have.is_none()
+                                && let Some(v) = found
+                            {
+                                fields.push((col, v.clone().into()));
+                            }
+                        }
+                        if !fields.is_empty() {
+                            leads_repo::update(c, existing.id, &fields)?;
+                            leads_repo::log(c, existing.id, Some(&me), "conversation_analyzed", Some("Filled from conversation analysis"), Some(&meta))?;
+                            lead_action = "updated";
+                        }
+                        lead = leads_repo::get(c, existing.id)?;
+                    }
+                    None if contact.reachable() => {
+                        let s = |v: &Option<String>| v.clone().map(rusqlite::types::Value::from).unwrap_or(rusqlite::types::Value::Null);
+                        let fields: leads_repo::Fields = vec![
+                            ("agent_id", genie_id.clone().into()),
+                            ("user_id", conv.user_id.clone().into()),
+                            ("name", s(&contact.name)),
+                            ("email", s(&contact.email)),
+                            ("phone", s(&contact.phone)),
+                            ("budget", s(&contact.budget)),
+                            ("timeline", s(&contact.timeline)),
+                            ("status", "new".to_string().into()),
+                            ("metadata", meta.to_string().into()),
+                            ("conversation_ref", conv_id.clone().into()),
+                        ];
+                        let lid = leads_repo::insert(c, &fields)?;
+                        leads_repo::log(c, lid, Some(&me), "created", Some("Lead created from conversation analysis"), Some(&meta))?;
+                        lead = leads_repo::get(c, lid)?;
+                        lead_action = "created";
+                    }
+                    None => {}
+                }
+            }
+            Ok((repo::get(c, &conv_id)?.expect("conversation exists"), lead, lead_action))
+        })
+        .await?;
+    app.bus.emit(Event::new(
+        "conversation.analyzed",
+        &conv.user_id,
+        json!({"conversation": conv, "analysis": conv.analysis}),
+    ));
+    if let Some(l) = &lead {
+        match lead_action {
+            "created" => app
+                .bus
+                .emit(Event::new("lead.created", &l.user_id, json!(l))),
+            "updated" => app
+                .bus
+                .emit(Event::new("lead.updated", &l.user_id, json!(l))),
+            _ => {}
+        }
+    }
+    let method = conv
+        .analysis
+        .as_ref()
+        .and_then(|a| a["method"].as_str())
+        .unwrap_or("")
+        .to_string();
+    Ok(Analyzed {
+        conversation: conv,
+        lead,
+        lead_action,
+        method,
+    })
+}
+
+/// The `conversation.report` job: mails the conversation's report to its genie's support
+/// emails (or records it as a dashboard notification; see `mail`).
+pub async fn report_job(app: &AppState, payload: &Value) -> Result<(), String> {
+    let id = payload["conversation_id"]
+        .as_str()
+        .ok_or("payload has no conversation_id")?
+        .to_string();
+    let found = app
+        .db
+        .read(move |c| {
+            let Some(conv) = repo::get(c, &id)? else {
+                return Ok(None);
+            };
+            let genie = match &conv.genie_id {
+                Some(g) => repo::genie(c, g)?,
+                None => None,
+            };
+            Ok(Some((conv, genie)))
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    // Deleted since, or reports switched off since: nothing to send.
+    let Some((conv, Some(genie))) = found else {
+        return Ok(());
+    };
+    if !genie.send_reports || genie.support_emails.is_empty() {
+        return Ok(());
+    }
+    let turns = conv.turns();
+    let summary = match &conv.summary {
+        Some(s) => s.clone(),
+        None => {
+            analysis::deterministic(&analysis::Input {
+                channel: &conv.channel,
+                duration_seconds: conv.duration_seconds,
+                transcript: &turns,
+                provider_summary: None,
+            })
+            .summary
+        }
+    };
+    let subject = format!("Conversation report: {} ({})", genie.name, conv.started_at);
+    let mut transcript = analysis::transcript_text(&turns);
+    if transcript.chars().count() > 20_000 {
+        transcript = transcript.chars().take(20_000).collect::<String>() + "\n[…]";
+    }
+    let body = format!(
+        "Genie: {}\nChannel: {}\nStarted: {}\nDuration: {} s\nStatus: {}\n\nSummary:\n{}\n\nTranscript:\n{}\n",
+        genie.name,
+        conv.channel,
+        conv.started_at,
+        conv.duration_seconds,
+        conv.status,
+        summary,
+        transcript
+    );
+    crate::mail::send(
+        app,
+        &conv.user_id,
+        &genie.support_emails,
+        &subject,
+        &body,
+        "conversation_report",
+        json!({"conversation_id": conv.id, "genie_id": genie.id}),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}
