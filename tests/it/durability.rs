@@ -576,7 +576,24 @@ async fn startup_sweeps_unreferenced_document_files() {
         .await
         .ok(201)["document"]["id"]
         .clone();
-    app.run_jobs().await;
+    // The background worker may hold a pipeline step while `run_jobs` finds nothing due, and
+    // the restart below stops it from claiming the next one: wait for the whole pipeline.
+    for _ in 0..400 {
+        app.run_jobs().await;
+        let d = app
+            .call(
+                &u.token,
+                "knowledge-base",
+                "get",
+                Some(id.clone()),
+                json!({}),
+            )
+            .await;
+        if d.ok(200)["document"]["status"] == json!("completed") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
     let docs = app.dir.path().join("documents");
     let stray = "cd".repeat(32);
     std::fs::create_dir_all(docs.join("cd")).unwrap();
