@@ -5,6 +5,7 @@ mod common;
 
 mod activities;
 mod api_keys;
+mod architecture;
 mod auth;
 mod cli;
 mod conversations;
