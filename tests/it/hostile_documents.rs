@@ -8,13 +8,14 @@
 //! document `failed`, and `admin check` reports it.
 
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{Value, json};
 
+use crate::common::process::{self, Proc, free_port, wait_ready};
 use crate::common::*;
 
 const KB: &str = "knowledge-base";
@@ -561,35 +562,19 @@ async fn hostile_pages_from_a_website_and_a_crawl_are_read_and_the_service_keeps
 
 // ---- the real binary: a job the process dies in is retried a bounded number of times ----
 
-/// The genied process of a test; SIGKILLed when dropped, pass or fail.
-struct Genied(Child);
-
-impl Drop for Genied {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn genied(data: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_genied"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .output()
-        .unwrap()
+    process::output(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(data)
+            .args(args),
+    )
 }
 
-fn start(data: &std::path::Path, port: u16) -> Genied {
-    Genied(
+/// The service under the process guard: SIGKILLed with its process group (extraction
+/// children included) when dropped, pass or fail.
+fn start(data: &std::path::Path, port: u16) -> Proc {
+    Proc::spawn(
         Command::new(env!("CARGO_BIN_EXE_genied"))
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(["--allow-private-outbound", "--job-poll-ms", "20"])
@@ -597,9 +582,7 @@ fn start(data: &std::path::Path, port: u16) -> Genied {
             .arg(data)
             .env("GENIED_LOG_LEVEL", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start genied"),
+            .stderr(Stdio::null()),
     )
 }
 
@@ -701,16 +684,8 @@ async fn a_job_the_process_dies_in_is_retried_three_times_then_dead_and_reported
     // The first run and three crash retries: each time the job is claimed (committed
     // `running`) and the process is killed while it runs.
     for round in 0..=3 {
-        let proc = start(data, port);
-        wait_until("readiness", async || {
-            client
-                .get(format!("{base}/readyz"))
-                .send()
-                .await
-                .ok()
-                .filter(|r| r.status() == 200)
-        })
-        .await;
+        let mut proc = start(data, port);
+        wait_ready(&mut proc, &base).await;
         if round == 0 {
             let r: Value = client
                 .post(format!("{base}/v1"))
@@ -751,16 +726,8 @@ async fn a_job_the_process_dies_in_is_retried_three_times_then_dead_and_reported
         drop(proc); // SIGKILL while the job runs
     }
     // The fourth death: the next start makes the job dead and the document failed.
-    let _proc = start(data, port);
-    wait_until("readiness", async || {
-        client
-            .get(format!("{base}/readyz"))
-            .send()
-            .await
-            .ok()
-            .filter(|r| r.status() == 200)
-    })
-    .await;
+    let mut proc = start(data, port);
+    wait_ready(&mut proc, &base).await;
     let (status, attempts, crashes, error) = job_row(data).unwrap();
     assert_eq!(status, "dead");
     assert_eq!((attempts, crashes), (4, 4));
