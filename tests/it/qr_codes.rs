@@ -320,32 +320,21 @@ async fn qr_codes_follow_the_public_url_after_a_restart() {
     assert_eq!(grids[0].decode().unwrap().1, want);
 }
 
-/// Kills the service when the test ends, pass or fail.
-struct Served(std::process::Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts the real binary and returns what it logged before it said it was listening.
 async fn log_until_listening(listen: &str, public_url: &str) -> String {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
-    let mut served = Served(
+    // Under the process guard: killed when the test ends, pass or fail.
+    let mut served = crate::common::process::Proc::spawn(
         std::process::Command::new(env!("CARGO_BIN_EXE_genied"))
             .args(["serve", "--listen", listen, "--public-url", public_url])
             .arg("--data-dir")
             .arg(dir.path())
             .env("GENIED_LOG_FORMAT", "text")
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
+            .stderr(std::process::Stdio::null()),
     );
-    let out = served.0.stdout.take().unwrap();
+    let out = served.take_stdout().unwrap();
     let reader = tokio::task::spawn_blocking(move || {
         let mut seen = String::new();
         for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {

@@ -7,15 +7,7 @@ use std::process::Command;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-use crate::common::process::{self, DEADLINE, Proc, wait_ready};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
 
 fn cli(data: &std::path::Path, args: &[&str]) -> String {
     let out = process::output(

@@ -222,16 +222,6 @@ async fn hundreds_of_slow_connections_do_not_stop_the_server() {
     }
 }
 
-/// SIGKILLs the child when the test ends, pass or fail.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_binary_raises_its_open_file_limit_and_derives_the_bound_from_it() {
     use std::io::BufRead;
@@ -244,7 +234,8 @@ fn the_binary_raises_its_open_file_limit_and_derives_the_bound_from_it() {
     );
     let dir = tempfile::tempdir().unwrap();
     // Started with a soft limit of 64: a bound derived without raising it would be 32.
-    let mut child = Killed(
+    // Under the process guard: killed when the test ends, pass or fail.
+    let mut child = crate::common::process::Proc::spawn(
         std::process::Command::new("sh")
             .args(["-c", "ulimit -Sn 64 && exec \"$0\" \"$@\""])
             .arg(env!("CARGO_BIN_EXE_genied"))
@@ -252,11 +243,9 @@ fn the_binary_raises_its_open_file_limit_and_derives_the_bound_from_it() {
             .arg(dir.path())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
+            .stderr(std::process::Stdio::null()),
     );
-    let stdout = child.0.stdout.take().unwrap();
+    let stdout = child.take_stdout().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines() {
