@@ -1,6 +1,7 @@
 //! The `activities` resource: the audit log, read-only. Users see their own entries;
 //! admins see everyone's with `adminMode` (optionally narrowed by `userId`).
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -78,3 +79,15 @@ fn parse_bound(v: Option<&str>, field: &str) -> ApiResult<Option<String>> {
     })
     .transpose()
 }
+
+/// Every `activities` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "activities",
+    list_action: "list",
+    actions: &[
+        Action::read("all", H).data(schema::<ListActivities>),
+        Action::read("list", H).data(schema::<ListActivities>),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -2,6 +2,7 @@
 //! tokens only (enforced in `auth::authenticate`). At most five active keys per user; the
 //! check runs inside the writer's transaction, so concurrent creates cannot make a sixth.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -87,3 +88,20 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `api-keys` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "api-keys",
+    list_action: "list",
+    actions: &[
+        Action::read("all", H),
+        Action::read("list", H),
+        Action::write("create", H)
+            .data(schema::<CreateKey>)
+            .conflict(),
+        Action::write("revoke", H).id(),
+        Action::write("delete", H).id(),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -4,6 +4,7 @@
 //! details and creates or fills the conversation's lead. Another user's conversation reads
 //! as absent (404).
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -479,3 +480,30 @@ async fn analyze(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     .record(conv.id.clone())
     .summary(format!("analyzed a conversation ({})", a.method)))
 }
+
+/// Every `conversations` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "conversations",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H).data(schema::<ListReq>),
+        Action::read("list", H).data(schema::<ListReq>),
+        Action::read("get", H).id(),
+        Action::write("create", H)
+            .data(schema::<CreateReq>)
+            .conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<UpdateReq>)
+            .conflict(),
+        Action::write("delete", H).id(),
+        Action::write("sync", H).data(schema::<SyncReq>).upstream(),
+        Action::write("analyze", H)
+            .id()
+            .data(schema::<AnalyzeReq>)
+            .conflict()
+            .upstream(),
+    ],
+};
+
+const H: Handler = handler!(handle);

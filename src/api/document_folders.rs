@@ -2,6 +2,7 @@
 //! move (`update` with `name` and/or `parent_id`; cycles refused), delete (its documents and
 //! sub-folders move to the root, nothing else is deleted), and list with document counts.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -147,3 +148,24 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `document-folders` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "document-folders",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H),
+        Action::read("list", H),
+        Action::read("get", H).id(),
+        Action::write("create", H)
+            .data(schema::<CreateReq>)
+            .conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<UpdateReq>)
+            .conflict(),
+        Action::write("delete", H).id(),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -2,6 +2,7 @@
 //! and `agent_count`. A genie joins a group through `genies` `update` with `group_id`;
 //! deleting a group ungroups its genies.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -120,3 +121,25 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `genie-groups` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "genie-groups",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H),
+        Action::read("list", H),
+        Action::read("get", H).id(),
+        Action::write("create", H)
+            .data(schema::<CreateGroup>)
+            .conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<UpdateGroup>)
+            .conflict(),
+        Action::write("delete", H).id(),
+        Action::write("reorder", H).data(super::action::sort_request),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -2,6 +2,7 @@
 //! manual order. Only people with access to the lead reach its notes; as on leads, a note
 //! on a lead the caller cannot reach is 403 `FORBIDDEN`.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use std::collections::HashMap;
 
 use rusqlite::Connection;
@@ -190,3 +191,27 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `lead-notes` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "lead-notes",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H).data(schema::<LeadRef>),
+        Action::read("list", H).data(schema::<LeadRef>),
+        Action::read("get", H).id(),
+        Action::write("create", H)
+            .data(schema::<CreateNote>)
+            .conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<UpdateNote>)
+            .conflict(),
+        Action::write("delete", H).id(),
+        Action::write("pin", H).id(),
+        Action::write("unpin", H).id(),
+        Action::write("reorder", H).data(schema::<Reorder>),
+    ],
+};
+
+const H: Handler = handler!(handle);

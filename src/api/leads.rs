@@ -3,8 +3,11 @@
 //! agents assigned to them, read-only); another user's lead or agent is 403 `FORBIDDEN`, as
 //! the spec says, and admin options used by non-admins are 403 as well.
 
+use super::action::{Action, Handler, Resource, handler, named};
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
+use schemars::Schema;
+use schemars::generate::SchemaGenerator;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -566,3 +569,114 @@ async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         .record(id.to_string())
         .summary(format!("updated lead #{id}")))
 }
+
+// The OpenAPI models of the requests above, written from interface.md's leads tables: the
+// handlers decode them with serde's double options, which schemars cannot describe.
+
+fn schema_leads_filters(g: &mut SchemaGenerator) -> Value {
+    named(
+        g,
+        "LeadFilters",
+        json!({
+            "type": "object",
+            "properties": {
+                "agentId": {"type": "string"},
+                "agentIds": {"type": "array", "items": {"type": "string"}},
+                "status": {"type": "string"},
+                "priority": {"type": "string"},
+                "searchTerm": {"type": "string", "maxLength": super::SEARCH_TERM_MAX,
+                               "description": "Literal text; control characters are refused"},
+                "dateRange": {"enum": ["7d", "30d", "90d", "all"]},
+            },
+        }),
+    )
+    .to_value()
+}
+fn schema_leads_filters_req(g: &mut SchemaGenerator) -> Schema {
+    let filters = schema_leads_filters(g);
+    named(
+        g,
+        "LeadStatsRequest",
+        json!({"type": "object", "properties": {"filters": filters}}),
+    )
+}
+fn schema_leads_list_req(g: &mut SchemaGenerator) -> Schema {
+    let filters = schema_leads_filters(g);
+    named(
+        g,
+        "LeadListRequest",
+        json!({"type": "object", "properties": {
+            "filters": filters,
+            "limit": {"type": "integer"},
+            "offset": {"type": "integer"},
+            "adminMode": {"type": "boolean"},
+            "userId": {"type": "string"},
+        }}),
+    )
+}
+fn schema_lead_fields(g: &mut SchemaGenerator) -> Schema {
+    let text = json!({"type": ["string", "null"]});
+    named(
+        g,
+        "LeadFields",
+        json!({"type": "object", "properties": {
+            "agent_id": {"type": "string"},
+            "user_id": {"type": "string"},
+            "userId": {"type": "string"},
+            "name": text, "email": text, "phone": text,
+            "status": {"enum": ["new", "contacted", "qualified", "converted", null]},
+            "priority": {"enum": ["low", "medium", "high", null]},
+            "budget": text, "timeline": text,
+            "address": {"type": ["object", "null"]},
+            "notes": text, "assigned_to": text,
+            "conversation_id": {"type": ["integer", "null"]},
+            "primary_lead_id": {"type": ["integer", "null"]},
+            "is_decision_maker": {"type": ["boolean", "null"]},
+            "preferred_contact_method": {"enum": ["email", "phone", "sms", null]},
+            "preferred_contact_time": text,
+            "metadata": {"type": ["object", "null"]},
+        }}),
+    )
+}
+fn schema_lead_log(g: &mut SchemaGenerator) -> Schema {
+    named(
+        g,
+        "LeadLog",
+        json!({"type": "object", "properties": {
+            "type": {"type": "string"},
+            "description": {"type": "string"},
+            "metadata": {"type": ["object", "null"]},
+        }}),
+    )
+}
+fn schema_lead_logs_req(g: &mut SchemaGenerator) -> Schema {
+    named(
+        g,
+        "LeadLogsRequest",
+        json!({"type": "object", "properties": {"limit": {"type": "integer"}}}),
+    )
+}
+
+/// Every `leads` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "leads",
+    list_action: "list",
+    actions: &[
+        Action::read("stats", H).data(schema_leads_filters_req),
+        Action::read("all", H).data(schema_leads_list_req),
+        Action::read("list", H).data(schema_leads_list_req),
+        Action::read("get", H).id(),
+        Action::write("create", H)
+            .data(schema_lead_fields)
+            .conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema_lead_fields)
+            .conflict(),
+        Action::write("delete", H).id(),
+        Action::write("log", H).id().data(schema_lead_log),
+        Action::read("getLogs", H).id().data(schema_lead_logs_req),
+    ],
+};
+
+const H: Handler = handler!(handle);

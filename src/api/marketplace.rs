@@ -3,6 +3,7 @@
 //! phone number, leads, documents or tools. `install` creates a new genie for the caller
 //! from a listing, provisioned with the voice provider first (all-or-nothing).
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -366,3 +367,38 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `marketplace` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "marketplace",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H).data(schema::<BrowseIn>),
+        Action::read("list", H).data(schema::<BrowseIn>),
+        Action::read("search", H).data(schema::<BrowseIn>),
+        Action::read("get", H).id(),
+        Action::write("create", H)
+            .data(schema::<Publish>)
+            .conflict(),
+        Action::write("publish", H)
+            .data(schema::<Publish>)
+            .conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<Update>)
+            .conflict(),
+        Action::write("delete", H).id(),
+        Action::write("unpublish", H).id(),
+        Action::write("install", H)
+            .id()
+            .data(schema::<Install>)
+            .conflict()
+            .upstream(),
+        Action::write("feature", H).id(),
+        Action::write("unfeature", H).id(),
+        Action::write("hide", H).id(),
+        Action::write("unhide", H).id(),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -2,6 +2,7 @@
 //! `handle`, enforces the consumer read-only rule, and writes the audit row for every
 //! mutating action, so a new resource gets both without remembering to.
 
+pub mod action;
 pub mod activities;
 pub mod api_keys;
 pub mod conversations;
@@ -28,70 +29,48 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use self::action::Resource;
 use crate::auth::Principal;
 use crate::db::{self, Db};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-/// Every resource name the envelope accepts (`documents` is an alias of `knowledge-base`).
-pub const RESOURCES: &[&str] = &[
-    "genies",
-    "genie-groups",
-    "conversations",
-    "knowledge-base",
-    "document-folders",
-    "voices",
-    "voice-collections",
-    "leads",
-    "lead-notes",
-    "marketplace",
-    "profiles",
-    "teams",
-    "activities",
-    "api-keys",
-    "worker-genies",
-    "qr-code",
-    "webhooks",
-    "notifications",
+/// Every resource's action table, in the order the OpenAPI document lists them
+/// (`documents` is accepted as an alias of `knowledge-base`).
+pub const RESOURCES: &[&Resource] = &[
+    &genies::RESOURCE,
+    &genie_groups::RESOURCE,
+    &conversations::RESOURCE,
+    &documents::RESOURCE,
+    &document_folders::RESOURCE,
+    &voices::RESOURCE,
+    &voice_collections::RESOURCE,
+    &leads::RESOURCE,
+    &lead_notes::RESOURCE,
+    &marketplace::RESOURCE,
+    &profiles::RESOURCE,
+    &teams::RESOURCE,
+    &activities::RESOURCE,
+    &api_keys::RESOURCE,
+    &worker_genies::RESOURCE,
+    &qr_codes::RESOURCE,
+    &webhooks::RESOURCE,
+    &notifications::RESOURCE,
 ];
+
+/// The table of a resource by its envelope name, or `None` when it is unknown.
+pub fn resource(name: &str) -> Option<&'static Resource> {
+    let name = if name == "documents" {
+        "knowledge-base"
+    } else {
+        name
+    };
+    RESOURCES.iter().copied().find(|r| r.name == name)
+}
 
 /// The canonical name of a resource, or `None` when it is unknown.
 pub fn canonical_resource(name: &str) -> Option<&'static str> {
-    if name == "documents" {
-        return Some("knowledge-base");
-    }
-    RESOURCES.iter().copied().find(|r| *r == name)
-}
-
-/// Actions that only read. Everything else is a mutation: audited, and refused to consumers.
-const READ_ACTIONS: &[&str] = &[
-    "get",
-    "all",
-    "list",
-    "stats",
-    "getLogs",
-    "runs",
-    "list-credentials",
-    "search",
-    "deliveries",
-    "unread-count",
-    "usage",
-    "favorites",
-    "members",
-    "count",
-    "invitations",
-];
-
-pub fn is_read_action(action: &str) -> bool {
-    READ_ACTIONS.contains(&action)
-}
-
-/// The action a `GET /v1/{resource}` runs: `list` where the resource has it, else `all`.
-pub fn default_list_action(resource: &str) -> &'static str {
-    match resource {
-        "genies" | "leads" | "activities" | "worker-genies" | "api-keys" => "list",
-        _ => "all",
-    }
+    resource(name).map(|r| r.name)
 }
 
 /// One authenticated request, as every handler sees it.
@@ -321,37 +300,15 @@ impl Reply {
     }
 }
 
+/// Runs one action: the resource's table names it (else `INVALID_ACTION`), its access rule
+/// is checked, its handler runs, and a write leaves an audit row.
 pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
-    let mutating = !is_read_action(&req.action);
-    // Consumers are read-only, except for their own profile.
-    if mutating
-        && !ctx.principal.can_write()
-        && !(req.resource == "profiles" && req.action == "update")
-    {
-        return Err(ApiError::forbidden("consumers have read-only access"));
-    }
-    let reply = match req.resource {
-        "api-keys" => api_keys::handle(ctx, &req).await?,
-        "profiles" => profiles::handle(ctx, &req).await?,
-        "activities" => activities::handle(ctx, &req).await?,
-        "webhooks" => webhooks::handle(ctx, &req).await?,
-        "notifications" => notifications::handle(ctx, &req).await?,
-        "voices" => voices::handle(ctx, &req).await?,
-        "voice-collections" => voice_collections::handle(ctx, &req).await?,
-        "qr-code" => qr_codes::handle(ctx, &req).await?,
-        "teams" => teams::handle(ctx, &req).await?,
-        "marketplace" => marketplace::handle(ctx, &req).await?,
-        "knowledge-base" => documents::handle(ctx, &req).await?,
-        "document-folders" => document_folders::handle(ctx, &req).await?,
-        "genies" => genies::handle(ctx, &req).await?,
-        "genie-groups" => genie_groups::handle(ctx, &req).await?,
-        "worker-genies" => worker_genies::handle(ctx, &req).await?,
-        "leads" => leads::handle(ctx, &req).await?,
-        "lead-notes" => lead_notes::handle(ctx, &req).await?,
-        "conversations" => conversations::handle(ctx, &req).await?,
-        other => return Err(ApiError::invalid_action(other, &req.action)),
-    };
-    if mutating {
+    let action = resource(req.resource)
+        .and_then(|r| r.action(&req.action))
+        .ok_or_else(|| ApiError::invalid_action(req.resource, &req.action))?;
+    action.access.check(&ctx.principal)?;
+    let reply = (action.handler)(ctx, &req).await?;
+    if action.access.writes() {
         audit(ctx, &req, &reply).await;
     }
     Ok(reply)

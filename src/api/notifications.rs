@@ -1,5 +1,6 @@
 //! The `notifications` resource: the caller's dashboard notifications.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -61,3 +62,18 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `notifications` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "notifications",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H).data(schema::<ListNotifications>),
+        Action::read("list", H).data(schema::<ListNotifications>),
+        Action::read("unread-count", H),
+        Action::write("mark-read", H).id(),
+        Action::write("mark-all-read", H),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -1,5 +1,6 @@
 //! The `profiles` resource: the caller's own account data. Admins may read anyone's.
 
+use super::action::{Access, Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -130,3 +131,20 @@ fn validate(b: UpdateProfile) -> ApiResult<ProfileUpdate> {
         preferences: b.preferences,
     })
 }
+
+/// Every `profiles` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "profiles",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H).data(schema::<ListUsers>),
+        Action::read("list", H).data(schema::<ListUsers>),
+        Action::read("get", H).id(),
+        Action::new("update", Access::ConsumerWrite, H)
+            .optional_id()
+            .data(schema::<UpdateProfile>)
+            .conflict(),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -2,6 +2,7 @@
 //! (`{public_url}/g/{slug}`). Owner-only, no admin mode; delete is soft. The images are
 //! served by `http::public_page` at `GET /v1/qr-code/{id}/image.svg|png`.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -136,3 +137,21 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `qr-code` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "qr-code",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H).data(schema::<All>),
+        Action::read("list", H).data(schema::<All>),
+        Action::read("get", H).id(),
+        Action::write("create", H).data(schema::<Create>).conflict(),
+        Action::write("delete", H).id(),
+        Action::write("increment-download", H)
+            .id()
+            .data(schema::<Increment>),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -3,6 +3,7 @@
 //! and team genies (members read them, owners and admins manage them). Every membership
 //! change is a mutating action, so dispatch writes its activity row with a clear summary.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use rand::RngCore;
 use serde::Deserialize;
 use serde_json::json;
@@ -479,3 +480,53 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `teams` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "teams",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H),
+        Action::read("list", H),
+        Action::read("get", H).id(),
+        Action::write("create", H).data(schema::<Named>).conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<Named>)
+            .conflict(),
+        Action::write("rename", H)
+            .id()
+            .data(schema::<Named>)
+            .conflict(),
+        Action::write("delete", H).id(),
+        Action::write("invite", H)
+            .id()
+            .data(schema::<Invite>)
+            .conflict(),
+        Action::write("accept", H).data(schema::<Token>).conflict(),
+        Action::write("decline", H).data(schema::<Token>),
+        Action::write("revoke", H)
+            .id()
+            .data(schema::<InvitationRef>),
+        Action::read("invitations", H).id(),
+        Action::read("members", H).id(),
+        Action::write("leave", H).id(),
+        Action::write("remove-member", H)
+            .id()
+            .data(schema::<MemberRef>)
+            .conflict(),
+        Action::write("update-member", H)
+            .id()
+            .data(schema::<MemberRef>)
+            .conflict(),
+        Action::write("add-genie", H)
+            .id()
+            .data(schema::<GenieRef>)
+            .conflict(),
+        Action::write("remove-genie", H)
+            .id()
+            .data(schema::<GenieRef>),
+    ],
+};
+
+const H: Handler = handler!(handle);

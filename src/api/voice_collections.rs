@@ -1,5 +1,6 @@
 //! The `voice-collections` resource: a user's named, ordered collections of saved voices.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use std::collections::HashMap;
 
 use serde::Deserialize;
@@ -286,3 +287,33 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `voice-collections` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "voice-collections",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H),
+        Action::read("list", H),
+        Action::read("get", H).id(),
+        Action::write("create", H).data(schema::<Create>).conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<Update>)
+            .conflict(),
+        Action::write("rename", H)
+            .id()
+            .data(schema::<Update>)
+            .conflict(),
+        Action::write("delete", H).id(),
+        Action::write("add-voice", H).id().data(schema::<VoiceRef>),
+        Action::write("remove-voice", H)
+            .id()
+            .data(schema::<VoiceRef>),
+        Action::write("reorder", H)
+            .optional_id()
+            .data(schema::<Reorder>),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -2,6 +2,7 @@
 //! shipped catalog (`assets/voice_catalog.json`), usage by the caller's genies, favorites.
 //! Voice ids are provider ids (strings), not UUIDs.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use std::sync::LazyLock;
 
 use serde::Deserialize;
@@ -291,3 +292,22 @@ fn usage_json(voice_id: &str, u: Option<db::voices::VoiceUsage>) -> Value {
         }
     }
 }
+
+/// Every `voices` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "voices",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H).data(schema::<ListVoices>).upstream(),
+        Action::read("list", H)
+            .data(schema::<ListVoices>)
+            .upstream(),
+        Action::read("get", H).id().upstream(),
+        Action::read("favorites", H).upstream(),
+        Action::write("favorite", H).id().upstream(),
+        Action::write("unfavorite", H).id().upstream(),
+        Action::read("usage", H).id().upstream(),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -1,5 +1,6 @@
 //! The `webhooks` resource: a user's endpoints that receive signed events.
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -264,3 +265,28 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `webhooks` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "webhooks",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H),
+        Action::read("list", H),
+        Action::read("get", H).id(),
+        Action::write("create", H)
+            .data(schema::<CreateWebhook>)
+            .conflict(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<UpdateWebhook>)
+            .conflict(),
+        Action::write("delete", H).id(),
+        Action::write("test", H).id().upstream(),
+        Action::read("deliveries", H).id().data(schema::<Paging>),
+        Action::write("redeliver", H).id(),
+        Action::write("rotate-secret", H).id(),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -1,9 +1,9 @@
 //! The OpenAPI 3.1 document of the whole API, served without auth at `GET /v1/openapi.json`.
 //!
 //! Request schemas come from the handlers' own typed requests (`#[derive(JsonSchema)]` next
-//! to `#[derive(Deserialize)]`), so a changed member changes the document. `ACTIONS` is the
-//! one table of every envelope action; `tests/it/openapi.rs` probes the dispatcher so an
-//! action the server accepts but the table lacks fails the suite. Answers are described in
+//! to `#[derive(Deserialize)]`), so a changed member changes the document. The operations,
+//! their `id`, their request and the errors they may answer come from the resources' action
+//! tables (`api::RESOURCES`, see `api::action`), which dispatch reads too. Answers are described in
 //! `records` (written by hand, since replies are built with `json!`) and checked against real
 //! answers by the tests and by the generated client of `tests/client/check.sh`; the document
 //! is shaped for typed-client generators: no boolean schemas, one name per model, one
@@ -15,572 +15,33 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::transform::ReplaceBoolSchemas;
-use schemars::{JsonSchema, Schema};
+
 use serde_json::{Map, Value, json};
 
 mod records;
 
-use crate::api::{self, activities, api_keys, conversations, document_folders, documents};
-use crate::api::{genie_groups, genies, lead_notes, marketplace, notifications, profiles};
-use crate::api::{qr_codes, teams, voice_collections, voices, webhooks, worker_genies};
+use crate::api::action::{Action, Id};
+use crate::api::{self};
 
-/// Whether an action takes the envelope's `id`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Id {
-    No,
-    Required,
-    Optional,
-}
-
-type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
-
-/// One envelope action: resource, action, the schema of its `data` (`None`: an object the
-/// action does not describe further) and whether it takes an `id`.
+/// One row of an action table, with its resource.
 #[derive(Clone, Copy)]
-pub struct Action {
-    pub resource: &'static str,
-    pub action: &'static str,
-    pub data: Option<SchemaFn>,
-    pub id: Id,
+struct Act {
+    resource: &'static str,
+    action: &'static str,
+    spec: &'static Action,
 }
 
-fn s<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
-    g.subschema_for::<T>()
-}
-
-const fn a(resource: &'static str, action: &'static str, data: Option<SchemaFn>, id: Id) -> Action {
-    Action {
-        resource,
-        action,
-        data,
-        id,
-    }
-}
-
-use Id::{No, Optional, Required};
-
-/// Every action the dispatcher accepts, with the typed request of its `data`; leads get the
-/// spec's members (`lead_fields` and friends). `None`: the action reads no `data` members.
-pub const ACTIONS: &[Action] = &[
-    a(
-        "activities",
-        "all",
-        Some(s::<activities::ListActivities>),
-        No,
-    ),
-    a(
-        "activities",
-        "list",
-        Some(s::<activities::ListActivities>),
-        No,
-    ),
-    a("api-keys", "all", None, No),
-    a("api-keys", "list", None, No),
-    a("api-keys", "create", Some(s::<api_keys::CreateKey>), No),
-    a("api-keys", "revoke", None, Required),
-    a("api-keys", "delete", None, Required),
-    a(
-        "conversations",
-        "all",
-        Some(s::<conversations::ListReq>),
-        No,
-    ),
-    a(
-        "conversations",
-        "list",
-        Some(s::<conversations::ListReq>),
-        No,
-    ),
-    a("conversations", "get", None, Required),
-    a(
-        "conversations",
-        "create",
-        Some(s::<conversations::CreateReq>),
-        No,
-    ),
-    a(
-        "conversations",
-        "update",
-        Some(s::<conversations::UpdateReq>),
-        Required,
-    ),
-    a("conversations", "delete", None, Required),
-    a(
-        "conversations",
-        "sync",
-        Some(s::<conversations::SyncReq>),
-        No,
-    ),
-    a(
-        "conversations",
-        "analyze",
-        Some(s::<conversations::AnalyzeReq>),
-        Required,
-    ),
-    a("document-folders", "all", None, No),
-    a("document-folders", "list", None, No),
-    a("document-folders", "get", None, Required),
-    a(
-        "document-folders",
-        "create",
-        Some(s::<document_folders::CreateReq>),
-        No,
-    ),
-    a(
-        "document-folders",
-        "update",
-        Some(s::<document_folders::UpdateReq>),
-        Required,
-    ),
-    a("document-folders", "delete", None, Required),
-    a("genie-groups", "all", None, No),
-    a("genie-groups", "list", None, No),
-    a("genie-groups", "get", None, Required),
-    a(
-        "genie-groups",
-        "create",
-        Some(s::<genie_groups::CreateGroup>),
-        No,
-    ),
-    a(
-        "genie-groups",
-        "update",
-        Some(s::<genie_groups::UpdateGroup>),
-        Required,
-    ),
-    a("genie-groups", "delete", None, Required),
-    a("genie-groups", "reorder", Some(sort_req), No),
-    a("genies", "all", Some(s::<genies::list::ListReq>), No),
-    a("genies", "list", Some(s::<genies::list::ListReq>), No),
-    a(
-        "genies",
-        "get",
-        Some(s::<genies::list::AdminModeReq>),
-        Required,
-    ),
-    a(
-        "genies",
-        "create",
-        Some(s::<genies::input::CreateGenie>),
-        No,
-    ),
-    a(
-        "genies",
-        "update",
-        Some(s::<genies::input::UpdateGenie>),
-        Required,
-    ),
-    a("genies", "delete", None, Required),
-    a(
-        "genies",
-        "clone",
-        Some(s::<genies::input::CloneGenie>),
-        Required,
-    ),
-    a(
-        "genies",
-        "assign",
-        Some(s::<genies::assign::AssignReq>),
-        Required,
-    ),
-    a(
-        "genies",
-        "unassign",
-        Some(s::<genies::assign::AssignReq>),
-        Required,
-    ),
-    a("genies", "attach-phone", None, Required),
-    a("genies", "release-phone", None, Required),
-    a("genies", "reorder", Some(sort_req), No),
-    a("knowledge-base", "all", Some(s::<documents::AllReq>), No),
-    a("knowledge-base", "list", Some(s::<documents::AllReq>), No),
-    a(
-        "knowledge-base",
-        "get",
-        Some(s::<documents::GetReq>),
-        Required,
-    ),
-    a(
-        "knowledge-base",
-        "create",
-        Some(s::<documents::create::CreateReq>),
-        No,
-    ),
-    a("knowledge-base", "update", None, Required),
-    a(
-        "knowledge-base",
-        "bulk-update",
-        Some(s::<documents::BulkReq>),
-        No,
-    ),
-    a("knowledge-base", "delete", None, Required),
-    a(
-        "knowledge-base",
-        "attach",
-        Some(s::<documents::links::SetReq>),
-        No,
-    ),
-    a(
-        "knowledge-base",
-        "detach",
-        Some(s::<documents::links::DetachReq>),
-        No,
-    ),
-    a(
-        "knowledge-base",
-        "replace",
-        Some(s::<documents::links::SetReq>),
-        No,
-    ),
-    a(
-        "knowledge-base",
-        "sync-with-agent",
-        Some(s::<documents::links::SyncReq>),
-        No,
-    ),
-    a(
-        "knowledge-base",
-        "search",
-        Some(s::<documents::SearchReq>),
-        No,
-    ),
-    a(
-        "knowledge-base",
-        "retry",
-        Some(s::<documents::RetryReq>),
-        Required,
-    ),
-    a("lead-notes", "all", Some(s::<lead_notes::LeadRef>), No),
-    a("lead-notes", "list", Some(s::<lead_notes::LeadRef>), No),
-    a("lead-notes", "get", None, Required),
-    a(
-        "lead-notes",
-        "create",
-        Some(s::<lead_notes::CreateNote>),
-        No,
-    ),
-    a(
-        "lead-notes",
-        "update",
-        Some(s::<lead_notes::UpdateNote>),
-        Required,
-    ),
-    a("lead-notes", "delete", None, Required),
-    a("lead-notes", "pin", None, Required),
-    a("lead-notes", "unpin", None, Required),
-    a("lead-notes", "reorder", Some(s::<lead_notes::Reorder>), No),
-    a("leads", "stats", Some(leads_filters_req), No),
-    a("leads", "all", Some(leads_list_req), No),
-    a("leads", "list", Some(leads_list_req), No),
-    a("leads", "get", None, Required),
-    a("leads", "create", Some(lead_fields), No),
-    a("leads", "update", Some(lead_fields), Required),
-    a("leads", "delete", None, Required),
-    a("leads", "log", Some(lead_log), Required),
-    a("leads", "getLogs", Some(lead_logs_req), Required),
-    a("marketplace", "all", Some(s::<marketplace::BrowseIn>), No),
-    a("marketplace", "list", Some(s::<marketplace::BrowseIn>), No),
-    a(
-        "marketplace",
-        "search",
-        Some(s::<marketplace::BrowseIn>),
-        No,
-    ),
-    a("marketplace", "get", None, Required),
-    a("marketplace", "create", Some(s::<marketplace::Publish>), No),
-    a(
-        "marketplace",
-        "publish",
-        Some(s::<marketplace::Publish>),
-        No,
-    ),
-    a(
-        "marketplace",
-        "update",
-        Some(s::<marketplace::Update>),
-        Required,
-    ),
-    a("marketplace", "delete", None, Required),
-    a("marketplace", "unpublish", None, Required),
-    a(
-        "marketplace",
-        "install",
-        Some(s::<marketplace::Install>),
-        Required,
-    ),
-    a("marketplace", "feature", None, Required),
-    a("marketplace", "unfeature", None, Required),
-    a("marketplace", "hide", None, Required),
-    a("marketplace", "unhide", None, Required),
-    a(
-        "notifications",
-        "all",
-        Some(s::<notifications::ListNotifications>),
-        No,
-    ),
-    a(
-        "notifications",
-        "list",
-        Some(s::<notifications::ListNotifications>),
-        No,
-    ),
-    a("notifications", "unread-count", None, No),
-    a("notifications", "mark-read", None, Required),
-    a("notifications", "mark-all-read", None, No),
-    a("profiles", "all", Some(s::<profiles::ListUsers>), No),
-    a("profiles", "list", Some(s::<profiles::ListUsers>), No),
-    a("profiles", "get", None, Required),
-    a(
-        "profiles",
-        "update",
-        Some(s::<profiles::UpdateProfile>),
-        Optional,
-    ),
-    a("qr-code", "all", Some(s::<qr_codes::All>), No),
-    a("qr-code", "list", Some(s::<qr_codes::All>), No),
-    a("qr-code", "get", None, Required),
-    a("qr-code", "create", Some(s::<qr_codes::Create>), No),
-    a("qr-code", "delete", None, Required),
-    a(
-        "qr-code",
-        "increment-download",
-        Some(s::<qr_codes::Increment>),
-        Required,
-    ),
-    a("teams", "all", None, No),
-    a("teams", "list", None, No),
-    a("teams", "get", None, Required),
-    a("teams", "create", Some(s::<teams::Named>), No),
-    a("teams", "update", Some(s::<teams::Named>), Required),
-    a("teams", "rename", Some(s::<teams::Named>), Required),
-    a("teams", "delete", None, Required),
-    a("teams", "invite", Some(s::<teams::Invite>), Required),
-    a("teams", "accept", Some(s::<teams::Token>), No),
-    a("teams", "decline", Some(s::<teams::Token>), No),
-    a("teams", "revoke", Some(s::<teams::InvitationRef>), Required),
-    a("teams", "invitations", None, Required),
-    a("teams", "members", None, Required),
-    a("teams", "leave", None, Required),
-    a(
-        "teams",
-        "remove-member",
-        Some(s::<teams::MemberRef>),
-        Required,
-    ),
-    a(
-        "teams",
-        "update-member",
-        Some(s::<teams::MemberRef>),
-        Required,
-    ),
-    a("teams", "add-genie", Some(s::<teams::GenieRef>), Required),
-    a(
-        "teams",
-        "remove-genie",
-        Some(s::<teams::GenieRef>),
-        Required,
-    ),
-    a("voice-collections", "all", None, No),
-    a("voice-collections", "list", None, No),
-    a("voice-collections", "get", None, Required),
-    a(
-        "voice-collections",
-        "create",
-        Some(s::<voice_collections::Create>),
-        No,
-    ),
-    a(
-        "voice-collections",
-        "update",
-        Some(s::<voice_collections::Update>),
-        Required,
-    ),
-    a(
-        "voice-collections",
-        "rename",
-        Some(s::<voice_collections::Update>),
-        Required,
-    ),
-    a("voice-collections", "delete", None, Required),
-    a(
-        "voice-collections",
-        "add-voice",
-        Some(s::<voice_collections::VoiceRef>),
-        Required,
-    ),
-    a(
-        "voice-collections",
-        "remove-voice",
-        Some(s::<voice_collections::VoiceRef>),
-        Required,
-    ),
-    a(
-        "voice-collections",
-        "reorder",
-        Some(s::<voice_collections::Reorder>),
-        Optional,
-    ),
-    a("voices", "all", Some(s::<voices::ListVoices>), No),
-    a("voices", "list", Some(s::<voices::ListVoices>), No),
-    a("voices", "get", None, Required),
-    a("voices", "favorites", None, No),
-    a("voices", "favorite", None, Required),
-    a("voices", "unfavorite", None, Required),
-    a("voices", "usage", None, Required),
-    a("webhooks", "all", None, No),
-    a("webhooks", "list", None, No),
-    a("webhooks", "get", None, Required),
-    a("webhooks", "create", Some(s::<webhooks::CreateWebhook>), No),
-    a(
-        "webhooks",
-        "update",
-        Some(s::<webhooks::UpdateWebhook>),
-        Required,
-    ),
-    a("webhooks", "delete", None, Required),
-    a("webhooks", "test", None, Required),
-    a(
-        "webhooks",
-        "deliveries",
-        Some(s::<webhooks::Paging>),
-        Required,
-    ),
-    a("webhooks", "redeliver", None, Required),
-    a("webhooks", "rotate-secret", None, Required),
-    a("worker-genies", "all", None, No),
-    a("worker-genies", "list", None, No),
-    a("worker-genies", "get", None, Required),
-    a(
-        "worker-genies",
-        "create",
-        Some(s::<worker_genies::GenieInput>),
-        No,
-    ),
-    a("worker-genies", "update", None, Required),
-    a("worker-genies", "delete", None, Required),
-    a("worker-genies", "run", None, Required),
-    a("worker-genies", "runs", None, Optional),
-    a("worker-genies", "cancel", None, Required),
-    a(
-        "worker-genies",
-        "store-credential",
-        Some(s::<worker_genies::credentials::StoreInput>),
-        No,
-    ),
-    a("worker-genies", "list-credentials", None, No),
-    a("worker-genies", "delete-credential", None, Required),
-    a(
-        "worker-genies",
-        "test-credential",
-        Some(s::<worker_genies::credentials::TestInput>),
-        No,
-    ),
-];
-
-// Leads' request members, written from interface.md's leads tables (src/api/leads.rs
-// decodes them with serde's double options, which schemars cannot describe).
-
-/// Registers `schema` as the component `name` and refers to it, so the envelope and the REST
-/// body share one model.
-fn named(g: &mut SchemaGenerator, name: &str, schema: Value) -> Schema {
-    g.definitions_mut().insert(name.to_string(), schema);
-    from(json!({"$ref": format!("#/components/schemas/{name}")}))
-}
-fn leads_filters(g: &mut SchemaGenerator) -> Value {
-    named(
-        g,
-        "LeadFilters",
-        json!({
-            "type": "object",
-            "properties": {
-                "agentId": {"type": "string"},
-                "agentIds": {"type": "array", "items": {"type": "string"}},
-                "status": {"type": "string"},
-                "priority": {"type": "string"},
-                "searchTerm": {"type": "string", "maxLength": crate::api::SEARCH_TERM_MAX,
-                               "description": "Literal text; control characters are refused"},
-                "dateRange": {"enum": ["7d", "30d", "90d", "all"]},
-            },
-        }),
-    )
-    .to_value()
-}
-fn from(v: Value) -> Schema {
-    Schema::try_from(v).expect("a literal schema is an object")
-}
-fn leads_filters_req(g: &mut SchemaGenerator) -> Schema {
-    let filters = leads_filters(g);
-    named(
-        g,
-        "LeadStatsRequest",
-        json!({"type": "object", "properties": {"filters": filters}}),
-    )
-}
-fn leads_list_req(g: &mut SchemaGenerator) -> Schema {
-    let filters = leads_filters(g);
-    named(
-        g,
-        "LeadListRequest",
-        json!({"type": "object", "properties": {
-            "filters": filters,
-            "limit": {"type": "integer"},
-            "offset": {"type": "integer"},
-            "adminMode": {"type": "boolean"},
-            "userId": {"type": "string"},
-        }}),
-    )
-}
-fn lead_fields(g: &mut SchemaGenerator) -> Schema {
-    let text = json!({"type": ["string", "null"]});
-    named(
-        g,
-        "LeadFields",
-        json!({"type": "object", "properties": {
-            "agent_id": {"type": "string"},
-            "user_id": {"type": "string"},
-            "userId": {"type": "string"},
-            "name": text, "email": text, "phone": text,
-            "status": {"enum": ["new", "contacted", "qualified", "converted", null]},
-            "priority": {"enum": ["low", "medium", "high", null]},
-            "budget": text, "timeline": text,
-            "address": {"type": ["object", "null"]},
-            "notes": text, "assigned_to": text,
-            "conversation_id": {"type": ["integer", "null"]},
-            "primary_lead_id": {"type": ["integer", "null"]},
-            "is_decision_maker": {"type": ["boolean", "null"]},
-            "preferred_contact_method": {"enum": ["email", "phone", "sms", null]},
-            "preferred_contact_time": text,
-            "metadata": {"type": ["object", "null"]},
-        }}),
-    )
-}
-fn lead_log(g: &mut SchemaGenerator) -> Schema {
-    named(
-        g,
-        "LeadLog",
-        json!({"type": "object", "properties": {
-            "type": {"type": "string"},
-            "description": {"type": "string"},
-            "metadata": {"type": ["object", "null"]},
-        }}),
-    )
-}
-fn sort_req(g: &mut SchemaGenerator) -> Schema {
-    named(
-        g,
-        "SortRequest",
-        json!({"type": "object", "required": ["sort"], "properties": {
-            "sort": {"type": "object", "description": "Record id → zero-based position",
-                     "additionalProperties": {"type": "integer", "minimum": 0}},
-        }}),
-    )
-}
-fn lead_logs_req(g: &mut SchemaGenerator) -> Schema {
-    named(
-        g,
-        "LeadLogsRequest",
-        json!({"type": "object", "properties": {"limit": {"type": "integer"}}}),
-    )
+/// Every action of every table: resources by name, actions in table order.
+fn actions() -> impl Iterator<Item = Act> {
+    let mut tables = api::RESOURCES.to_vec();
+    tables.sort_by_key(|r| r.name);
+    tables.into_iter().flat_map(|r| {
+        r.actions.iter().map(move |spec| Act {
+            resource: r.name,
+            action: spec.name,
+            spec,
+        })
+    })
 }
 
 /// Every error code the server sends (docs/api.md's error table, plus `AGENT_NOT_FOUND`).
@@ -659,48 +120,15 @@ fn responses(success: &[&str]) -> Value {
 /// 400 (input), 401 (credentials), 403 (role, admin options, consumers writing), 404 (the
 /// record or a record it names), 408 (request timeout), 429 (per-key rate limit) and 500;
 /// 413 needs a body; 409 and 502 only where a uniqueness/state rule or a provider is involved.
-fn action_errors(resource: &str, action: &str, body: bool) -> Vec<&'static str> {
+fn action_errors(act: &Act, body: bool) -> Vec<&'static str> {
     let mut out = vec!["400", "401", "403", "404", "408", "429", "500"];
     if body {
         out.push("413");
     }
-    let conflict = matches!(
-        action,
-        "create"
-            | "update"
-            | "rename"
-            | "publish"
-            | "install"
-            | "store-credential"
-            | "attach-phone"
-            | "release-phone"
-            | "invite"
-            | "accept"
-            | "add-genie"
-            | "update-member"
-            | "remove-member"
-            | "analyze"
-            | "sync-with-agent"
-            | "cancel"
-    );
-    if conflict {
+    if act.spec.conflict {
         out.push("409");
     }
-    let upstream = matches!(
-        (resource, action),
-        (
-            "genies",
-            "create" | "update" | "delete" | "clone" | "attach-phone" | "release-phone"
-        ) | (
-            "knowledge-base",
-            "create" | "update" | "delete" | "attach" | "detach" | "replace" | "sync-with-agent"
-        ) | ("conversations", "sync" | "analyze")
-            | ("voices", _)
-            | ("worker-genies", "test-credential")
-            | ("webhooks", "test")
-            | ("marketplace", "install")
-    );
-    if upstream {
+    if act.spec.upstream {
         out.push("502");
     }
     out.sort_unstable();
@@ -734,8 +162,8 @@ fn snake(s: &str) -> String {
     out
 }
 
-/// `{Resource}{Action}` in PascalCase, the stem of an action's component names.
-fn stem(act: &Action) -> String {
+/// `{Resource}{Act}` in PascalCase, the stem of an action's component names.
+fn stem(act: &Act) -> String {
     format!("{}{}", pascal(act.resource), pascal(act.action))
 }
 
@@ -806,7 +234,7 @@ fn query_params(schemas: &Map<String, Value>, data: &Value) -> Vec<Value> {
 
 /// The success and error responses of one action, typed where `records::response` knows
 /// its data.
-fn action_responses(act: &Action, body: bool) -> Value {
+fn action_responses(act: &Act, body: bool) -> Value {
     let mut m = Map::new();
     match records::response(act.resource, act.action) {
         Some((status, _)) => {
@@ -824,13 +252,13 @@ fn action_responses(act: &Action, body: bool) -> Value {
             );
         }
     }
-    m.extend(errors(&action_errors(act.resource, act.action, body)));
+    m.extend(errors(&action_errors(act, body)));
     Value::Object(m)
 }
 
 /// One action's REST body: its `data` under `data` (the REST adapter's explicit form, so a
 /// data member named `action` or `id` stays data).
-fn rest_body(act: &Action, data: &Value, with_action: bool) -> Value {
+fn rest_body(act: &Act, data: &Value, with_action: bool) -> Value {
     let mut props = Map::new();
     let mut required = vec!["data"];
     if with_action {
@@ -848,22 +276,23 @@ fn rest_body(act: &Action, data: &Value, with_action: bool) -> Value {
 fn rest_paths(
     paths: &mut Map<String, Value>,
     schemas: &mut Map<String, Value>,
-    data: &[(Action, Value)],
+    data: &[(Act, Value)],
 ) {
-    for resource in api::RESOURCES {
-        let acts: Vec<&(Action, Value)> = data
+    for table in api::RESOURCES {
+        let resource = &table.name;
+        let acts: Vec<&(Act, Value)> = data
             .iter()
             .filter(|(a, _)| a.resource == *resource)
             .collect();
         let find = |name: &str| acts.iter().find(|(a, _)| a.action == name).copied();
         let tag = json!([resource]);
-        let ep = |a: &Action| snake(&format!("{}_{}", a.resource, a.action));
+        let ep = |a: &Act| snake(&format!("{}_{}", a.resource, a.action));
         let id_param = json!({"name": "id", "in": "path", "required": true,
                               "schema": {"type": "string"}});
 
         // GET /v1/{r}
         let mut collection = Map::new();
-        if let Some((act, d)) = find(api::default_list_action(resource)) {
+        if let Some((act, d)) = find(table.list_action) {
             collection.insert(
                 "get".into(),
                 json!({"operationId": ep(act), "tags": tag,
@@ -873,8 +302,10 @@ fn rest_paths(
             );
         }
         // POST /v1/{r}: every action without an id; the body's `action` picks it.
-        let no_id: Vec<&&(Action, Value)> =
-            acts.iter().filter(|(a, _)| a.id != Id::Required).collect();
+        let no_id: Vec<&&(Act, Value)> = acts
+            .iter()
+            .filter(|(a, _)| a.spec.id != Id::Required)
+            .collect();
         if !no_id.is_empty() {
             let mut variants = Vec::new();
             let mut ok: Map<String, Value> = Map::new();
@@ -919,7 +350,7 @@ fn rest_paths(
             }
             let mut errs = std::collections::BTreeSet::new();
             for (act, _) in &no_id {
-                errs.extend(action_errors(act.resource, act.action, true));
+                errs.extend(action_errors(act, true));
             }
             let errs: Vec<&str> = errs.into_iter().collect();
             resp.extend(errors(&errs));
@@ -943,7 +374,7 @@ fn rest_paths(
 
         // /v1/{r}/{id}
         let mut record = Map::new();
-        if let Some((act, d)) = find("get").filter(|(a, _)| a.id != Id::No) {
+        if let Some((act, d)) = find("get").filter(|(a, _)| a.spec.id != Id::No) {
             let mut params = vec![id_param.clone()];
             params.extend(query_params(schemas, d));
             record.insert(
@@ -957,16 +388,16 @@ fn rest_paths(
         } else {
             "update"
         };
-        if let Some((act, d)) = find(patch).filter(|(a, _)| a.id != Id::No) {
+        if let Some((act, d)) = find(patch).filter(|(a, _)| a.spec.id != Id::No) {
             let body = rest_body(act, d, false);
             record.insert(
                 "patch".into(),
                 json!({"operationId": ep(act), "tags": tag, "parameters": [id_param.clone()],
-                       "requestBody": json_body(body, act.data.is_some()),
+                       "requestBody": json_body(body, act.spec.data.is_some()),
                        "responses": action_responses(act, true)}),
             );
         }
-        if let Some((act, _)) = find("delete").filter(|(a, _)| a.id != Id::No) {
+        if let Some((act, _)) = find("delete").filter(|(a, _)| a.spec.id != Id::No) {
             record.insert(
                 "delete".into(),
                 json!({"operationId": ep(act), "tags": tag, "parameters": [id_param.clone()],
@@ -979,13 +410,13 @@ fn rest_paths(
 
         // POST /v1/{r}/{id}/{action}
         for (act, d) in &acts {
-            if act.id == Id::No || ["get", "delete", patch].contains(&act.action) {
+            if act.spec.id == Id::No || ["get", "delete", patch].contains(&act.action) {
                 continue;
             }
             let mut op = json!({"operationId": ep(act), "tags": tag,
                                 "parameters": [id_param.clone()],
-                                "responses": action_responses(act, act.data.is_some())});
-            if act.data.is_some() {
+                                "responses": action_responses(act, act.spec.data.is_some())});
+            if act.spec.data.is_some() {
                 op["requestBody"] = json_body(rest_body(act, d, false), false);
             }
             paths.insert(
@@ -1010,17 +441,17 @@ fn build() -> Value {
     // One envelope schema per action, and each action's data schema for the REST routes.
     let mut envelopes = Vec::new();
     let mut envelope_schemas = Map::new();
-    let mut data_schemas: Vec<(Action, Value)> = Vec::new();
-    for act in ACTIONS {
-        let data = match act.data {
+    let mut data_schemas: Vec<(Act, Value)> = Vec::new();
+    for act in actions() {
+        let data = match act.spec.data {
             Some(f) => f(&mut g).to_value(),
             None => json!({"type": "object"}),
         };
         let mut required = vec!["resource", "action"];
-        if act.id == Id::Required {
+        if act.spec.id == Id::Required {
             required.push("id");
         }
-        let name = format!("{}Request", stem(act));
+        let name = format!("{}Request", stem(&act));
         envelope_schemas.insert(
             name.clone(),
             json!({
@@ -1036,7 +467,7 @@ fn build() -> Value {
             }),
         );
         envelopes.push(r(&name));
-        data_schemas.push((*act, data));
+        data_schemas.push((act, data));
     }
 
     let mut schemas: Map<String, Value> = g.take_definitions(true).into_iter().collect();
@@ -1075,22 +506,22 @@ fn build() -> Value {
     );
     schemas.insert("Envelope".into(), json!({"oneOf": envelopes}));
     schemas.extend(records::records());
-    for act in ACTIONS {
+    for act in actions() {
         if let Some((_, data)) = records::response(act.resource, act.action) {
             schemas.insert(
-                format!("{}Response", stem(act)),
+                format!("{}Response", stem(&act)),
                 json!({"type": "object", "required": ["success", "data"],
                        "properties": {"success": {"const": true}, "data": data}}),
             );
         }
     }
 
-    let resources: Vec<&str> = api::RESOURCES.to_vec();
+    let resources: Vec<&str> = api::RESOURCES.iter().map(|r| r.name).collect();
     let res_param = json!({"name": "resource", "in": "path", "required": true,
                            "schema": {"enum": resources}});
     let id_param =
         json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}});
-    let mut actions: Vec<&str> = ACTIONS.iter().map(|a| a.action).collect();
+    let mut actions: Vec<&str> = actions().map(|a| a.action).collect();
     actions.sort_unstable();
     actions.dedup();
     let action_param = json!({"name": "action", "in": "path", "required": true,

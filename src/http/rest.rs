@@ -141,7 +141,9 @@ pub async fn list(
     };
     let env = query_to_data(query.as_deref()).map(|data| Envelope {
         resource: resource.clone(),
-        action: api::default_list_action(canonical).to_string(),
+        action: api::resource(canonical)
+            .map_or("all", |r| r.list_action)
+            .to_string(),
         id: None,
         data,
     });

@@ -6,6 +6,7 @@
 pub(crate) mod create;
 pub(crate) mod links;
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
@@ -528,3 +529,38 @@ pub async fn genie_documents(
         })
         .await
 }
+
+/// Every `knowledge-base` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "knowledge-base",
+    list_action: "all",
+    actions: &[
+        Action::read("all", H).data(schema::<AllReq>),
+        Action::read("list", H).data(schema::<AllReq>),
+        Action::read("get", H).id().data(schema::<GetReq>),
+        Action::write("create", H)
+            .data(schema::<create::CreateReq>)
+            .conflict()
+            .upstream(),
+        Action::write("update", H).id().conflict().upstream(),
+        Action::write("bulk-update", H).data(schema::<BulkReq>),
+        Action::write("delete", H).id().upstream(),
+        Action::write("attach", H)
+            .data(schema::<links::SetReq>)
+            .upstream(),
+        Action::write("detach", H)
+            .data(schema::<links::DetachReq>)
+            .upstream(),
+        Action::write("replace", H)
+            .data(schema::<links::SetReq>)
+            .upstream(),
+        Action::write("sync-with-agent", H)
+            .data(schema::<links::SyncReq>)
+            .conflict()
+            .upstream(),
+        Action::read("search", H).data(schema::<SearchReq>),
+        Action::write("retry", H).id().data(schema::<RetryReq>),
+    ],
+};
+
+const H: Handler = handler!(handle);

@@ -17,6 +17,7 @@ mod settings;
 mod update;
 mod view;
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde_json::Value;
 
 use super::{ActionRequest, Ctx, Reply, parse_uuid};
@@ -110,3 +111,41 @@ async fn check_group(
     }
     Ok(gid)
 }
+
+/// Every `genies` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "genies",
+    list_action: "list",
+    actions: &[
+        Action::read("all", H).data(schema::<list::ListReq>),
+        Action::read("list", H).data(schema::<list::ListReq>),
+        Action::read("get", H)
+            .id()
+            .data(schema::<list::AdminModeReq>),
+        Action::write("create", H)
+            .data(schema::<input::CreateGenie>)
+            .conflict()
+            .upstream(),
+        Action::write("update", H)
+            .id()
+            .data(schema::<input::UpdateGenie>)
+            .conflict()
+            .upstream(),
+        Action::write("delete", H).id().upstream(),
+        Action::write("clone", H)
+            .id()
+            .data(schema::<input::CloneGenie>)
+            .upstream(),
+        Action::write("assign", H)
+            .id()
+            .data(schema::<assign::AssignReq>),
+        Action::write("unassign", H)
+            .id()
+            .data(schema::<assign::AssignReq>),
+        Action::write("attach-phone", H).id().conflict().upstream(),
+        Action::write("release-phone", H).id().conflict().upstream(),
+        Action::write("reorder", H).data(super::action::sort_request),
+    ],
+};
+
+const H: Handler = handler!(handle);

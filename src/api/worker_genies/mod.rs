@@ -4,6 +4,7 @@
 
 pub(crate) mod credentials;
 
+use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -357,3 +358,32 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
 }
+
+/// Every `worker-genies` action; see `api::action`.
+pub const RESOURCE: Resource = Resource {
+    name: "worker-genies",
+    list_action: "list",
+    actions: &[
+        Action::read("all", H),
+        Action::read("list", H),
+        Action::read("get", H).id(),
+        Action::write("create", H)
+            .data(schema::<GenieInput>)
+            .conflict(),
+        Action::write("update", H).id().conflict(),
+        Action::write("delete", H).id(),
+        Action::write("run", H).id(),
+        Action::read("runs", H).optional_id(),
+        Action::write("cancel", H).id().conflict(),
+        Action::write("store-credential", H)
+            .data(schema::<credentials::StoreInput>)
+            .conflict(),
+        Action::read("list-credentials", H),
+        Action::write("delete-credential", H).id(),
+        Action::write("test-credential", H)
+            .data(schema::<credentials::TestInput>)
+            .upstream(),
+    ],
+};
+
+const H: Handler = handler!(handle);
