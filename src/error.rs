@@ -1,14 +1,48 @@
-//! The one error type of the service. Every failure a client can see is an `ApiError`, and
-//! this is the only place that turns one into the `{success: false, error: {...}}` envelope.
+//! The one error type below the API. Every failure a client can see is an `ApiError`: a
+//! [`Kind`] that says what went wrong in the product's terms, and a message for people. The
+//! HTTP status and the envelope's error code are chosen from the kind at the API edge
+//! (`api::error`), and nowhere else; code below the API branches on the kind, never on text.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use serde_json::json;
+/// What went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The input is malformed or breaks a rule; the message names the member.
+    Validation,
+    /// The envelope names no known resource.
+    InvalidResource,
+    /// The resource has no such action (or sub-action).
+    InvalidAction,
+    /// No credentials, or credentials of an unusable shape.
+    Unauthorized,
+    /// An API key without a known prefix.
+    InvalidKeyPrefix,
+    /// An API key that is unknown or revoked.
+    KeyNotFound,
+    /// An access or refresh token that is invalid, expired or revoked.
+    InvalidToken,
+    /// Wrong email or password.
+    InvalidCredentials,
+    /// The caller may not do this.
+    Forbidden,
+    /// The record does not exist, or is not the caller's to see.
+    NotFound,
+    /// The genie does not exist or is not the caller's (the spec's own code for genies).
+    AgentNotFound,
+    /// A uniqueness or state rule refuses the change.
+    Conflict,
+    /// The request body or an uploaded file is over its limit.
+    PayloadTooLarge,
+    /// Too many requests; `retry_after` says when to come back.
+    RateLimited,
+    /// A configured outside service (voice provider, LLM, a remote address) failed.
+    Upstream,
+    /// A fault of ours; the detail is in the log, not in the message.
+    Internal,
+}
 
 #[derive(Debug, Clone)]
 pub struct ApiError {
-    pub status: StatusCode,
-    pub code: &'static str,
+    pub kind: Kind,
     pub message: String,
     /// Seconds a rate-limited client should wait; rendered as `Retry-After`.
     pub retry_after: Option<u64>,
@@ -17,94 +51,74 @@ pub struct ApiError {
 pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
         Self {
-            status,
-            code,
+            kind,
             message: message.into(),
             retry_after: None,
         }
     }
+    pub fn is(&self, kind: Kind) -> bool {
+        self.kind == kind
+    }
     pub fn validation(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
+        Self::new(Kind::Validation, message)
     }
     pub fn invalid_resource(resource: &str) -> Self {
         Self::new(
-            StatusCode::BAD_REQUEST,
-            "INVALID_RESOURCE",
+            Kind::InvalidResource,
             format!("unknown resource '{resource}'"),
         )
     }
     pub fn invalid_action(resource: &str, action: &str) -> Self {
         Self::new(
-            StatusCode::BAD_REQUEST,
-            "INVALID_ACTION",
+            Kind::InvalidAction,
             format!("unknown action '{action}' for resource '{resource}'"),
         )
     }
     /// `what` names the record kind, e.g. `not_found("api key")`.
     pub fn not_found(what: &str) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "NOT_FOUND",
-            format!("{what} not found"),
-        )
+        Self::new(Kind::NotFound, format!("{what} not found"))
     }
     pub fn agent_not_found() -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "AGENT_NOT_FOUND",
-            "genie not found or access denied",
-        )
+        Self::new(Kind::AgentNotFound, "genie not found or access denied")
     }
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
+        Self::new(Kind::Forbidden, message)
     }
     pub fn conflict(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, "CONFLICT", message)
+        Self::new(Kind::Conflict, message)
     }
     pub fn unauthorized() -> Self {
         Self::new(
-            StatusCode::UNAUTHORIZED,
-            "UNAUTHORIZED",
+            Kind::Unauthorized,
             "authentication required: send 'Authorization: Bearer <api key or access token>' or the 'X-API-Key: <api key>' header",
         )
     }
     pub fn invalid_key_prefix() -> Self {
         Self::new(
-            StatusCode::UNAUTHORIZED,
-            "INVALID_KEY_PREFIX",
+            Kind::InvalidKeyPrefix,
             "API key must start with 'svc_live_' or 'svc_admin_'",
         )
     }
     pub fn key_not_found() -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "KEY_NOT_FOUND",
-            "API key is unknown or revoked",
-        )
+        Self::new(Kind::KeyNotFound, "API key is unknown or revoked")
     }
     pub fn invalid_token(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "INVALID_TOKEN", message)
+        Self::new(Kind::InvalidToken, message)
     }
     pub fn invalid_credentials() -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "INVALID_CREDENTIALS",
-            "email or password is wrong",
-        )
+        Self::new(Kind::InvalidCredentials, "email or password is wrong")
     }
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
+            Kind::PayloadTooLarge,
             format!("request body is larger than the limit of {limit} bytes"),
         )
     }
     pub fn rate_limited(retry_after: u64) -> Self {
         let mut e = Self::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "RATE_LIMIT_EXCEEDED",
+            Kind::RateLimited,
             format!("rate limit exceeded; retry in {retry_after} s"),
         );
         e.retry_after = Some(retry_after);
@@ -112,73 +126,25 @@ impl ApiError {
     }
     /// A configured external service failed; `message` must not carry secrets.
     pub fn upstream(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_GATEWAY, "UPSTREAM_ERROR", message)
+        Self::new(Kind::Upstream, message)
     }
     /// The detail goes to the log (inside the request's span, so with its request id); the
     /// client only learns that something broke.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         tracing::error!(error = %detail, "internal error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL_ERROR",
-            "internal server error",
-        )
-    }
-
-    /// The envelope for an HTTP status that was produced outside our handlers (unknown path,
-    /// wrong method, a tower layer's timeout, ...).
-    pub fn from_status(status: StatusCode) -> Self {
-        let (code, message) = match status.as_u16() {
-            400 => ("VALIDATION_ERROR", "bad request"),
-            401 => ("UNAUTHORIZED", "authentication required"),
-            403 => ("FORBIDDEN", "forbidden"),
-            404 => ("NOT_FOUND", "Resource not found"),
-            405 => ("METHOD_NOT_ALLOWED", "method not allowed on this path"),
-            408 => ("REQUEST_TIMEOUT", "request took too long"),
-            413 => ("PAYLOAD_TOO_LARGE", "request body too large"),
-            415 => ("VALIDATION_ERROR", "content type must be application/json"),
-            422 => ("VALIDATION_ERROR", "request could not be processed"),
-            429 => ("RATE_LIMIT_EXCEEDED", "rate limit exceeded"),
-            s if s >= 500 => ("INTERNAL_ERROR", "internal server error"),
-            _ => ("VALIDATION_ERROR", "request failed"),
-        };
-        let status = if status.as_u16() >= 500 {
-            StatusCode::INTERNAL_SERVER_ERROR
-        } else {
-            status
-        };
-        Self::new(status, code, message)
+        Self::new(Kind::Internal, "internal server error")
     }
 }
 
+/// The message alone: what background code stores (a document's or a run's `error`) and
+/// logs, in words a person reads.
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}",
-            self.code,
-            self.status.as_u16(),
-            self.message
-        )
+        f.write_str(&self.message)
     }
 }
 
 impl std::error::Error for ApiError {}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = json!({
-            "success": false,
-            "error": {"code": self.code, "message": self.message, "status": self.status.as_u16()},
-        });
-        let mut resp = (self.status, axum::Json(body)).into_response();
-        if let Some(secs) = self.retry_after {
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        resp
-    }
-}
 
 impl From<rusqlite::Error> for ApiError {
     fn from(err: rusqlite::Error) -> Self {

@@ -6,7 +6,7 @@ use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::documents::nullable;
+use super::double_option;
 use super::{ActionRequest, Ctx, Reply, parse_uuid};
 use crate::db::document_folders as folders;
 use crate::error::{ApiError, ApiResult};
@@ -25,7 +25,11 @@ pub(crate) struct CreateReq {
 #[schemars(rename = "FolderUpdate")]
 pub(crate) struct UpdateReq {
     name: Option<String>,
-    #[serde(default, alias = "parentId", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        alias = "parentId",
+        deserialize_with = "double_option::deserialize"
+    )]
     #[schemars(with = "Option<String>")]
     parent_id: Option<Option<String>>,
 }
@@ -45,8 +49,7 @@ fn parent(c: &rusqlite::Connection, user: &str, p: Option<&str>) -> ApiResult<()
         && folders::get(c, user, p)?.is_none()
     {
         return Err(ApiError::new(
-            axum::http::StatusCode::NOT_FOUND,
-            "NOT_FOUND",
+            crate::error::Kind::NotFound,
             "parent folder not found",
         ));
     }

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{ActionRequest, Ctx, Reply};
-use crate::api::genies::input::parse_sort;
-use crate::api::profiles::double_option;
+use crate::api::double_option;
+use crate::api::parse_sort;
 use crate::db::{self, genie_groups as repo};
 use crate::error::{ApiError, ApiResult};
 

@@ -11,7 +11,7 @@ use schemars::generate::SchemaGenerator;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::profiles::double_option;
+use super::double_option;
 use super::{ActionRequest, Ctx, Reply, page, parse_uuid};
 use crate::auth::Principal;
 use crate::db::leads::{self as repo, CONTACT_METHODS, Filter, Lead, PRIORITIES, STATUSES, Scope};

@@ -7,7 +7,7 @@ use super::action::{Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::profiles::double_option;
+use super::double_option;
 use super::{ActionRequest, Ctx, Reply, genies, page, parse_uuid};
 use crate::db::{
     self,

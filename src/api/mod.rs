@@ -8,8 +8,10 @@ pub mod api_keys;
 pub mod conversations;
 pub mod document_folders;
 pub mod documents;
+pub mod error;
 pub mod genie_groups;
 pub mod genies;
+pub mod input;
 pub mod lead_notes;
 pub mod leads;
 pub mod marketplace;
@@ -30,6 +32,10 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use self::action::Resource;
+pub use self::input::{
+    SEARCH_TERM_MAX, date_range_since, double_option, page, parse_sort, parse_uuid, parse_value,
+    search_term,
+};
 use crate::auth::Principal;
 use crate::db::{self, Db};
 use crate::error::{ApiError, ApiResult};
@@ -129,89 +135,6 @@ impl ActionRequest {
         s.parse::<i64>()
             .map_err(|_| ApiError::validation("id must be an integer"))
     }
-}
-
-/// Decodes any JSON value into `T`, naming the failing member under `root`.
-pub fn parse_value<T: DeserializeOwned>(v: &Value, root: &str) -> ApiResult<T> {
-    serde_path_to_error::deserialize(v.clone()).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            root.to_string()
-        } else {
-            format!("{root}.{path}")
-        };
-        ApiError::validation(format!("{at}: {}", e.inner()))
-    })
-}
-
-pub fn parse_uuid(s: &str, field: &str) -> ApiResult<String> {
-    uuid::Uuid::parse_str(s.trim())
-        .map(|u| u.to_string())
-        .map_err(|_| ApiError::validation(format!("{field} must be a UUID")))
-}
-
-/// Longest free-text search term accepted (characters); longer terms are a client bug or an
-/// attempt to make the database work hard.
-pub const SEARCH_TERM_MAX: usize = 200;
-
-/// A free-text search term, matched as literal text everywhere (FTS5 syntax, LIKE wildcards
-/// and quotes have no special meaning): trimmed, empty means no filter. Control characters
-/// (NUL included) cannot be typed into a search box and make FTS5 fail, so they are refused,
-/// as are terms over `max` characters; the error names `field`.
-pub fn search_term(v: Option<String>, field: &str, max: usize) -> ApiResult<Option<String>> {
-    let Some(t) = v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()) else {
-        return Ok(None);
-    };
-    if t.chars().any(char::is_control) {
-        return Err(ApiError::validation(format!(
-            "{field} must not contain control characters"
-        )));
-    }
-    if t.chars().count() > max {
-        return Err(ApiError::validation(format!(
-            "{field} must be at most {max} characters"
-        )));
-    }
-    Ok(Some(t))
-}
-
-/// Validates `limit`/`offset`: `limit` in 1..=max (default `default`), `offset` ≥ 0.
-pub fn page(
-    limit: Option<i64>,
-    offset: Option<i64>,
-    default: i64,
-    max: i64,
-) -> ApiResult<(i64, i64)> {
-    let limit = limit.unwrap_or(default);
-    if !(1..=max).contains(&limit) {
-        return Err(ApiError::validation(format!(
-            "limit must be between 1 and {max}"
-        )));
-    }
-    let offset = offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(ApiError::validation("offset must be 0 or more"));
-    }
-    Ok((limit, offset))
-}
-
-/// The lower time bound a `dateRange` filter (`7d`, `30d`, `90d`, `all`) stands for;
-/// `None` for `all` or no filter. `field` names the member in the error.
-pub fn date_range_since(v: Option<&str>, field: &str) -> ApiResult<Option<String>> {
-    let days = match v {
-        None | Some("all") => return Ok(None),
-        Some("7d") => 7,
-        Some("30d") => 30,
-        Some("90d") => 90,
-        Some(other) => {
-            return Err(ApiError::validation(format!(
-                "{field} must be one of 7d, 30d, 90d, all (got '{other}')"
-            )));
-        }
-    };
-    Ok(Some(db::fmt_time(
-        chrono::Utc::now() - chrono::Duration::days(days),
-    )))
 }
 
 /// A successful action: HTTP status and the envelope's `data`. `record_id` and `summary`

@@ -4,6 +4,7 @@ use super::action::{Access, Action, Handler, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::double_option;
 use super::{ActionRequest, Ctx, Reply, page};
 use crate::db::{self, users::ProfileUpdate};
 use crate::error::{ApiError, ApiResult};
@@ -21,16 +22,6 @@ pub(crate) struct UpdateProfile {
     #[schemars(with = "Option<String>")]
     timezone: Option<Option<String>>,
     preferences: Option<Value>,
-}
-
-/// Distinguishes an absent member (leave as is) from an explicit `null` (clear it).
-pub mod double_option {
-    use serde::{Deserialize, Deserializer};
-    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<Option<T>>, D::Error> {
-        Option::<T>::deserialize(d).map(Some)
-    }
 }
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::profiles::double_option;
+use super::double_option;
 use super::voices::{all_voices, voice_json};
 use super::{ActionRequest, Ctx, Reply};
 use crate::db::{self, voice_collections::Collection};

@@ -24,10 +24,7 @@ pub(crate) struct CreateWebhook {
 #[schemars(rename = "WebhookUpdate")]
 pub(crate) struct UpdateWebhook {
     url: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "super::profiles::double_option::deserialize"
-    )]
+    #[serde(default, deserialize_with = "super::double_option::deserialize")]
     #[schemars(with = "Option<String>")]
     description: Option<Option<String>>,
     event_types: Option<Vec<String>>,

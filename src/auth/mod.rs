@@ -84,13 +84,7 @@ impl Credential {
     pub fn from_headers(h: &HeaderMap) -> ApiResult<Credential> {
         // A header that is present but unusable says what is wrong with it: "authentication
         // required" would send the client looking for a header it did send.
-        let unusable = |message: &str| {
-            ApiError::new(
-                axum::http::StatusCode::UNAUTHORIZED,
-                "UNAUTHORIZED",
-                message,
-            )
-        };
+        let unusable = |message: &str| ApiError::new(crate::error::Kind::Unauthorized, message);
         if let Some(v) = h.get("x-api-key") {
             let v = v
                 .to_str()

@@ -6,7 +6,7 @@
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -31,8 +31,7 @@ pub fn routes() -> Router<AppState> {
 
 fn refused(why: &str) -> ApiError {
     ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "UNAUTHORIZED",
+        crate::error::Kind::Unauthorized,
         format!("webhook refused: {why}"),
     )
 }

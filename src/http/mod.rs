@@ -51,8 +51,8 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
         .merge(upload::routes())
         .merge(hooks::routes())
         .merge(extra)
-        .fallback(|| async { ApiError::from_status(StatusCode::NOT_FOUND) })
-        .method_not_allowed_fallback(|| async { ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED) })
+        .fallback(|| async { crate::api::error::rejection(StatusCode::NOT_FOUND, None) })
+        .method_not_allowed_fallback(|| async { crate::api::error::rejection(StatusCode::METHOD_NOT_ALLOWED, None) })
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(app)
         .layer(
@@ -106,11 +106,7 @@ where
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if (status.is_client_error() || status.is_server_error()) && !is_json {
         let allow = resp.headers().get(header::ALLOW).cloned();
-        let mut error = ApiError::from_status(status);
-        if let Some(text) = rejection_text(resp).await {
-            error.message = text;
-        }
-        let mut fixed = error.into_response();
+        let mut fixed = crate::api::error::rejection(status, rejection_text(resp).await);
         if let Some(allow) = allow {
             fixed.headers_mut().insert(header::ALLOW, allow);
         }

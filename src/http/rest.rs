@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{ConnectInfo, Path, RawQuery, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Map, Value};
 
 use super::envelope::{Envelope, body_object, body_rejection, check_data, execute, take_id};
@@ -126,7 +126,7 @@ pub fn parse_body(
 
 /// An unknown resource in the path is an unknown path.
 fn unknown_path() -> Response {
-    ApiError::from_status(axum::http::StatusCode::NOT_FOUND).into_response()
+    api::error::rejection(axum::http::StatusCode::NOT_FOUND, None)
 }
 
 pub async fn list(

@@ -42,8 +42,7 @@ pub async fn upload(
 
 fn too_large(max: usize) -> ApiError {
     ApiError::new(
-        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-        "PAYLOAD_TOO_LARGE",
+        crate::error::Kind::PayloadTooLarge,
         format!("the uploaded file is larger than the limit of {max} bytes"),
     )
 }

@@ -378,7 +378,7 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
 pub async fn sync_genie(app: &AppState, genie_id: &str) -> Result<(), String> {
     match crate::service::genies::sync_agent_documents(app, genie_id).await {
         // A genie deleted since the push was queued has nothing left to push.
-        Err(e) if e.code == "AGENT_NOT_FOUND" => Ok(()),
+        Err(e) if e.is(crate::error::Kind::AgentNotFound) => Ok(()),
         other => other.map_err(|e| e.message),
     }
 }

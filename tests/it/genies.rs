@@ -1360,7 +1360,7 @@ async fn rest_routes_helpers_and_local_conversations() {
     )
     .await
     .unwrap_err();
-    assert_eq!(e.code, "VALIDATION_ERROR");
+    assert_eq!(e.code(), "VALIDATION_ERROR");
     assert_eq!(app.count("genies").await, 1);
     let gid = g["id"].as_str().unwrap().to_string();
     let (uid, g2) = (u.id.clone(), gid.clone());
@@ -1505,7 +1505,7 @@ async fn document_sync_reaches_elevenlabs() {
     let e = genied::service::genies::sync_agent_documents(&app.state, &id)
         .await
         .unwrap_err();
-    assert_eq!(e.code, "UPSTREAM_ERROR");
+    assert_eq!(e.code(), "UPSTREAM_ERROR");
 }
 
 #[tokio::test]

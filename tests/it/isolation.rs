@@ -814,7 +814,7 @@ async fn table_covers_every_action() {
                 data: json!({}),
             };
             match genied::api::dispatch(&ctx, req).await {
-                Err(e) if e.code == "INVALID_ACTION" => {}
+                Err(e) if e.code() == "INVALID_ACTION" => {}
                 _ => {
                     accepted.insert(action.as_str());
                 }

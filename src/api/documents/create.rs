@@ -229,8 +229,7 @@ fn advanced(ctx: &Ctx, sub: &str, r: &CreateReq, s: SourceReq, max: usize) -> Ap
         }
         other => {
             return Err(ApiError::new(
-                axum::http::StatusCode::BAD_REQUEST,
-                "INVALID_ACTION",
+                crate::error::Kind::InvalidAction,
                 format!(
                     "unknown create sub-action '{other}'; use create-notes, upload-website, scrape-website, extract-youtube, upload-pdf or extract-document"
                 ),

@@ -71,8 +71,7 @@ fn resolve(c: &rusqlite::Connection, scope: &Scope, refs: &[String]) -> ApiResul
     for r in refs {
         let d = docs::find(c, scope, r)?.ok_or_else(|| {
             ApiError::new(
-                axum::http::StatusCode::NOT_FOUND,
-                "NOT_FOUND",
+                crate::error::Kind::NotFound,
                 format!("document {r} not found"),
             )
         })?;

@@ -7,9 +7,10 @@ pub(crate) mod create;
 pub(crate) mod links;
 
 use super::action::{Action, Handler, Resource, handler, schema};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::double_option;
 use super::{ActionRequest, Ctx, Reply, page, parse_uuid};
 use crate::db::document_folders;
 use crate::db::documents::{self as docs, Document, ListFilter, MetaUpdate, Scope};
@@ -32,13 +33,6 @@ pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         "retry" => retry(ctx, req).await,
         other => Err(ApiError::invalid_action(req.resource, other)),
     }
-}
-
-/// `Some(None)` for an explicit `null`, `None` when the member is absent.
-pub(crate) fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 /// What the caller reads: own and public documents, or everything for an admin in admin mode.
@@ -218,7 +212,7 @@ struct MetaFields {
     name: Option<String>,
     is_active: Option<bool>,
     is_public: Option<bool>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "double_option::deserialize")]
     #[schemars(with = "Option<String>")]
     folder_id: Option<Option<String>>,
 }

@@ -72,7 +72,7 @@ pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 }
 
 pub(super) async fn reorder(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    let sort = input::parse_sort(&req.data)?;
+    let sort = crate::api::parse_sort(&req.data)?;
     let (uid, role) = (ctx.user_id().to_string(), role(ctx));
     let n = ctx
         .db()

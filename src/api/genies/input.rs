@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::settings::{P_LANG, P_SIM, P_SPEED, P_STAB, apply_settings, deep_merge, set_path};
-use crate::api::profiles::double_option;
+use crate::api::double_option;
 use crate::db::genies::GenieRow;
 use crate::error::{ApiError, ApiResult};
 
@@ -520,27 +520,4 @@ pub fn check_replacements(reps: &[Replacement]) -> ApiResult<()> {
         }
     }
     Ok(())
-}
-
-/// `data.sort`: `{uuid: position}` with zero-based integer positions.
-pub fn parse_sort(data: &Value) -> ApiResult<Vec<(String, i64)>> {
-    let Some(sort) = data.get("sort") else {
-        return Err(ApiError::validation("data.sort is required"));
-    };
-    let Some(m) = sort.as_object() else {
-        return Err(ApiError::validation(
-            "data.sort must be an object of id: position",
-        ));
-    };
-    let mut out = Vec::with_capacity(m.len());
-    for (k, v) in m {
-        let id = crate::api::parse_uuid(k, &format!("data.sort key '{k}'"))?;
-        let pos = v.as_i64().filter(|p| *p >= 0).ok_or_else(|| {
-            ApiError::validation(format!(
-                "data.sort.{k} must be a zero-based integer position"
-            ))
-        })?;
-        out.push((id, pos));
-    }
-    Ok(out)
 }
