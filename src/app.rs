@@ -101,12 +101,20 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
+    // The event listeners subscribe before any task that emits starts: an event published
+    // before a listener's first poll would otherwise reach no one.
+    let (hook_events, worker_events) = (app.state.bus.subscribe(), app.state.bus.subscribe());
     let worker = tokio::spawn(dispatch::worker(app.state.clone(), stop_rx.clone()));
     let fan_out = tokio::spawn(crate::webhooks::fan_out_loop(
         app.state.clone(),
+        hook_events,
         stop_rx.clone(),
     ));
-    let workers = tokio::spawn(crate::workers::run(app.state.clone(), stop_rx.clone()));
+    let workers = tokio::spawn(crate::workers::run(
+        app.state.clone(),
+        worker_events,
+        stop_rx.clone(),
+    ));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     if let Some(w) = app.state.config.public_url_warning(listener.local_addr()?) {
         tracing::warn!("{w}");

@@ -148,8 +148,11 @@ pub async fn fan_out(app: &AppState, event: &Event) -> ApiResult<usize> {
 }
 
 /// Runs until shutdown, fanning out every event published on the bus.
-pub async fn fan_out_loop(app: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
-    let mut rx = app.bus.subscribe();
+pub async fn fan_out_loop(
+    app: AppState,
+    mut rx: tokio::sync::broadcast::Receiver<Event>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             msg = rx.recv() => match msg {

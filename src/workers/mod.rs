@@ -96,12 +96,12 @@ pub async fn enqueue(
 
 /// The background side of worker genies, started by `serve`: scheduler, event listener and
 /// executor, until shutdown.
-pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
-    let events = tokio::spawn(listen_events(
-        app.clone(),
-        app.bus.subscribe(),
-        stop.clone(),
-    ));
+pub async fn run(
+    app: AppState,
+    events: tokio::sync::broadcast::Receiver<crate::events::Event>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let events = tokio::spawn(listen_events(app.clone(), events, stop.clone()));
     if let Err(e) = scheduler::start(&app).await {
         tracing::error!(error = %e, "worker genie scheduler did not start; scheduled worker genies will not run");
     }

@@ -120,30 +120,8 @@ impl TestApp {
         Self::start(dir, config).await
     }
 
-    async fn start(dir: TempDir, mut config: Config) -> TestApp {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().unwrap();
-        config.public_url = Some(format!("http://{addr}"));
-        let app = genied::build_app(config).expect("build_app");
-        let state = app.state.clone();
-        let (tx, rx) = oneshot::channel::<()>();
-        let server = tokio::spawn(async move {
-            genied::serve(app, listener, async move {
-                let _ = rx.await;
-            })
-            .await
-            .expect("serve");
-        });
-        TestApp {
-            base: format!("http://{addr}"),
-            state,
-            dir,
-            client: reqwest::Client::new(),
-            stop: Some(tx),
-            server: Some(server),
-        }
+    async fn start(dir: TempDir, config: Config) -> TestApp {
+        Self::start_with(dir, config, None).await
     }
 
     /// Starts the service with another voice provider (a test fake of the voice platform).
@@ -154,12 +132,25 @@ impl TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = test_config(dir.path());
         tweak(&mut config);
+        Self::start_with(dir, config, Some(voice)).await
+    }
+
+    /// Returns once the server answers `/readyz`: by then `serve` has subscribed its
+    /// background tasks to the event bus, so an event a test emits reaches them.
+    async fn start_with(
+        dir: TempDir,
+        mut config: Config,
+        voice: Option<genied::voice::DynVoice>,
+    ) -> TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().unwrap();
         config.public_url = Some(format!("http://{addr}"));
-        let app = genied::app::build_app_with_voice(config, voice).expect("build_app_with_voice");
+        let app = match voice {
+            Some(v) => genied::app::build_app_with_voice(config, v).expect("build_app_with_voice"),
+            None => genied::build_app(config).expect("build_app"),
+        };
         let state = app.state.clone();
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
@@ -169,14 +160,23 @@ impl TestApp {
             .await
             .expect("serve");
         });
-        TestApp {
+        let t = TestApp {
             base: format!("http://{addr}"),
             state,
             dir,
             client: reqwest::Client::new(),
             stop: Some(tx),
             server: Some(server),
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            match t.client.get(format!("{}/readyz", t.base)).send().await {
+                Ok(r) if r.status().is_success() => break,
+                _ if std::time::Instant::now() > deadline => panic!("the service never got ready"),
+                _ => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
+            }
         }
+        t
     }
 
     /// Stops the server (graceful) and starts a new one on the same data directory.
