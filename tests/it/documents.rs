@@ -2,19 +2,15 @@
 //! (including failures and a restart in the middle), links to genies, access rules, search,
 //! uploads and the outbound guard.
 
-use base64::Engine;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::common::documents::{b64, chunks};
 use crate::common::fakes::transcripts::{self, Transcripts};
 use crate::common::fakes::website::Website;
 use crate::common::*;
 
 const KB: &str = "knowledge-base";
-
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
 
 /// Inserts a genie row directly (the genies resource is another issue's work).
 async fn genie(app: &TestApp, owner: &User, name: &str, external: Option<&str>) -> String {
@@ -52,21 +48,6 @@ async fn settle(app: &TestApp, token: &str, id: &str) -> Value {
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     panic!("document {id} did not settle");
-}
-
-async fn chunks(app: &TestApp, id: &str) -> String {
-    let id = id.to_string();
-    app.state
-        .db
-        .read(move |c| {
-            Ok(c.query_row(
-                "SELECT COALESCE(group_concat(content, '\n'), '') FROM (SELECT content FROM document_chunks WHERE document_id = ?1 ORDER BY seq)",
-                [id],
-                |r| r.get::<_, String>(0),
-            )?)
-        })
-        .await
-        .unwrap()
 }
 
 async fn create_text(app: &TestApp, u: &User, title: &str, content: &str) -> String {

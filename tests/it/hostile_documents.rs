@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use serde_json::{Value, json};
 
+use crate::common::documents::{b64, chunks};
 use crate::common::process::{self, Proc, free_port, wait_ready};
 use crate::common::*;
 
@@ -175,10 +175,6 @@ pub mod inputs {
     }
 }
 
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
 /// Polls `get` until the document is `completed` or `failed` (60 s deadline).
 async fn settle(app: &TestApp, token: &str, id: &str) -> Value {
     let start = Instant::now();
@@ -191,21 +187,6 @@ async fn settle(app: &TestApp, token: &str, id: &str) -> Value {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("document {id} did not settle within {DEADLINE:?}");
-}
-
-async fn chunks(app: &TestApp, id: &str) -> String {
-    let id = id.to_string();
-    app.state
-        .db
-        .read(move |c| {
-            Ok(c.query_row(
-                "SELECT COALESCE(group_concat(content, '\n'), '') FROM (SELECT content FROM document_chunks WHERE document_id = ?1 ORDER BY seq)",
-                [id],
-                |r| r.get::<_, String>(0),
-            )?)
-        })
-        .await
-        .unwrap()
 }
 
 async fn still_answers(app: &TestApp, token: &str) {

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod documents;
 pub mod fakes;
 pub mod fixtures;
 pub mod process;
