@@ -6,4 +6,5 @@
 
 pub mod conversations;
 pub mod genies;
+pub mod marketplace;
 pub mod teams;
