@@ -8,3 +8,4 @@ pub mod conversations;
 pub mod genies;
 pub mod marketplace;
 pub mod teams;
+pub mod webhooks;
