@@ -9,8 +9,8 @@ use rand::RngCore;
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
+use crate::db;
 use crate::db::teams::{self as repo, Invitation, Member, Team, TeamGenie, TeamRole};
-use crate::db::{self};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 

@@ -5,8 +5,8 @@
 
 use serde_json::json;
 
+use crate::db;
 use crate::db::webhooks::{self as repo, Delivery, NewWebhook, Patch, Webhook};
-use crate::db::{self};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{EVENT_TYPES, Event};
 use crate::state::AppState;
