@@ -262,8 +262,6 @@ pub fn delete(c: &Connection, id: &str) -> rusqlite::Result<bool> {
     Ok(c.execute("DELETE FROM marketplace_listings WHERE id = ?1", [id])? == 1)
 }
 
-/// Creates the installed genie row (already provisioned as `external_agent_id`) and counts
-/// the install. Returns the new genie id.
 /// Records that `user_id` installed the listing as `genie_id`; returns the new install count.
 pub fn record_install(
     c: &Connection,

@@ -141,6 +141,11 @@ pub fn insert(c: &Connection, owner_id: &str, name: &str) -> rusqlite::Result<Te
     Ok(get(c, owner_id, &id)?.expect("row just inserted"))
 }
 
+/// The name of a team, whoever asks (an invitation names the team to its invitee).
+pub fn name(c: &Connection, id: &str) -> rusqlite::Result<String> {
+    c.query_row("SELECT name FROM teams WHERE id = ?1", [id], |r| r.get(0))
+}
+
 pub fn rename(c: &Connection, id: &str, name: &str) -> rusqlite::Result<()> {
     c.execute(
         "UPDATE teams SET name = ?2, updated_at = ?3 WHERE id = ?1",

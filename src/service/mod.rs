@@ -6,3 +6,6 @@
 
 pub mod conversations;
 pub mod genies;
+pub mod marketplace;
+pub mod teams;
+pub mod webhooks;
