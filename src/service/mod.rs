@@ -6,3 +6,4 @@
 
 pub mod conversations;
 pub mod genies;
+pub mod qr_codes;
