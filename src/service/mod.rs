@@ -4,6 +4,7 @@
 //! `Ctx`, and import neither `api` nor `http`. Resources move here one at a time; until
 //! then most operations still live in their `api/` action.
 
+pub mod api_keys;
 pub mod conversations;
 pub mod genies;
 pub mod qr_codes;
