@@ -8,3 +8,5 @@ pub mod api_keys;
 pub mod conversations;
 pub mod genies;
 pub mod qr_codes;
+pub mod voice_collections;
+pub mod voices;
