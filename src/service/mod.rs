@@ -10,3 +10,4 @@ pub mod genies;
 pub mod qr_codes;
 pub mod voice_collections;
 pub mod voices;
+pub mod worker_genies;
