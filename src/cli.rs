@@ -9,11 +9,12 @@ use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
-use crate::auth::{keys, passwords, sessions};
+use crate::auth::{passwords, sessions};
 use crate::config::Config;
 use crate::db::{self, Db, users::Role};
 use crate::error::ApiError;
 use crate::secrets::Secrets;
+use crate::service;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -298,21 +299,8 @@ pub fn admin(
                     user.role.as_str()
                 );
             }
-            let new = keys::generate(admin);
-            let (uid, prefix, hash) = (
-                user.id.clone(),
-                new.display_prefix.clone(),
-                new.hash.clone(),
-            );
-            db.write_blocking(move |c| {
-                if db::api_keys::count_active(c, &uid)? >= db::api_keys::MAX_ACTIVE_PER_USER {
-                    return Err(ApiError::validation(
-                        "the user already has 5 active API keys; revoke one first",
-                    ));
-                }
-                Ok(db::api_keys::insert(c, &uid, &name, &prefix, &hash)?)
-            })
-            .map_err(api)?;
+            let new =
+                service::api_keys::create_blocking(&db, &user.id, &name, admin).map_err(api)?;
             print(&new.secret)
         }
         AdminCmd::ListUsers { json } => {
@@ -479,34 +467,16 @@ fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json:
     let troubled = db
         .read_blocking(|c| Ok(crate::jobs::troubled(c, 100)?))
         .map_err(api)?;
-    let (crash_dead, crash_retried) = db
-        .read_blocking(|c| {
-            Ok(c.query_row(
-                "SELECT COALESCE(SUM(status = 'dead' AND last_error = ?1), 0),
-                        COALESCE(SUM(status IN ('pending', 'running') AND crash_retries > 0), 0)
-                 FROM jobs",
-                [crate::jobs::CRASHED],
-                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
-            )?)
-        })
+    let integrity = db
+        .read_blocking(|c| Ok(db::health::integrity(c)?))
         .map_err(api)?;
-    let (integrity, stuck, dead) = db
-        .read_blocking(move |c| {
-            let mut st = c.prepare("PRAGMA integrity_check")?;
-            let lines = st
-                .query_map([], |r| r.get::<_, String>(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let stuck: i64 = c.query_row(
-                "SELECT COUNT(*) FROM jobs WHERE status = 'running' AND updated_at < ?1",
-                [&stale],
-                |r| r.get(0),
-            )?;
-            let dead: i64 =
-                c.query_row("SELECT COUNT(*) FROM jobs WHERE status = 'dead'", [], |r| {
-                    r.get(0)
-                })?;
-            Ok((lines.join("; "), stuck, dead))
-        })
+    let db::health::JobCounts {
+        stuck,
+        dead,
+        crash_dead,
+        crash_retried,
+    } = db
+        .read_blocking(move |c| Ok(db::health::job_counts(c, &stale, crate::jobs::CRASHED)?))
         .map_err(api)?;
     let mut problems = Vec::new();
     if integrity != "ok" {
@@ -523,17 +493,8 @@ fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json:
     // Document files: every hash a record names must exist; every stored file must be named
     // by a record (a file left by a crash between writing it and committing the record is an
     // orphan; `.tmp-*` files are writes in progress and not counted).
-    let referenced: std::collections::HashSet<String> = db
-        .read_blocking(|c| {
-            let mut st = c.prepare(
-                "SELECT original_hash FROM documents WHERE original_hash IS NOT NULL
-                 UNION SELECT content_hash FROM documents WHERE content_hash IS NOT NULL",
-            )?;
-            let v = st
-                .query_map([], |r| r.get::<_, String>(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            Ok(v)
-        })
+    let referenced = db
+        .read_blocking(|c| Ok(db::health::document_hashes(c)?))
         .map_err(api)?;
     let store = crate::knowledge::store::Store::new(documents_dir);
     let mut missing: Vec<&String> = referenced.iter().filter(|h| !store.exists(h)).collect();

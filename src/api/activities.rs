@@ -1,7 +1,7 @@
 //! The `activities` resource: the audit log, read-only. Users see their own entries;
 //! admins see everyone's with `adminMode` (optionally narrowed by `userId`).
 
-use super::action::{Action, Handler, Resource, handler, schema};
+use super::action::{Action, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -34,41 +34,36 @@ struct Filters {
     to: Option<String>,
 }
 
-pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    match req.action.as_str() {
-        "all" | "list" => {
-            let q: ListActivities = req.data()?;
-            let admin_mode = ctx.principal.admin_option("adminMode", q.admin_mode)?;
-            ctx.principal.admin_option("userId", q.user_id.is_some())?;
-            let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
-            let user_id = match (admin_mode, q.user_id) {
-                (_, Some(u)) => Some(super::parse_uuid(&u, "data.userId")?),
-                (true, None) => None,
-                (false, None) => Some(ctx.user_id().to_string()),
-            };
-            let mut from = parse_bound(q.filters.from.as_deref(), "data.filters.from")?;
-            if let Some(since) =
-                super::date_range_since(q.filters.date_range.as_deref(), "data.filters.dateRange")?
-            {
-                from = Some(since);
-            }
-            let filter = Filter {
-                user_id,
-                resource: q.filters.resource,
-                action: q.filters.action,
-                from,
-                to: parse_bound(q.filters.to.as_deref(), "data.filters.to")?,
-            };
-            let (rows, total) = ctx
-                .db()
-                .read(move |c| Ok(db::activities::list(c, &filter, limit, offset)?))
-                .await?;
-            Ok(Reply::ok(
-                json!({"activities": rows, "count": total, "limit": limit, "offset": offset}),
-            ))
-        }
-        other => Err(ApiError::invalid_action(req.resource, other)),
+async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let q: ListActivities = req.data()?;
+    let admin_mode = ctx.principal.admin_option("adminMode", q.admin_mode)?;
+    ctx.principal.admin_option("userId", q.user_id.is_some())?;
+    let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
+    let user_id = match (admin_mode, q.user_id) {
+        (_, Some(u)) => Some(super::parse_uuid(&u, "data.userId")?),
+        (true, None) => None,
+        (false, None) => Some(ctx.user_id().to_string()),
+    };
+    let mut from = parse_bound(q.filters.from.as_deref(), "data.filters.from")?;
+    if let Some(since) =
+        super::date_range_since(q.filters.date_range.as_deref(), "data.filters.dateRange")?
+    {
+        from = Some(since);
     }
+    let filter = Filter {
+        user_id,
+        resource: q.filters.resource,
+        action: q.filters.action,
+        from,
+        to: parse_bound(q.filters.to.as_deref(), "data.filters.to")?,
+    };
+    let (rows, total) = ctx
+        .db()
+        .read(move |c| Ok(db::activities::list(c, &filter, limit, offset)?))
+        .await?;
+    Ok(Reply::ok(
+        json!({"activities": rows, "count": total, "limit": limit, "offset": offset}),
+    ))
 }
 
 fn parse_bound(v: Option<&str>, field: &str) -> ApiResult<Option<String>> {
@@ -85,9 +80,7 @@ pub const RESOURCE: Resource = Resource {
     name: "activities",
     list_action: "list",
     actions: &[
-        Action::read("all", H).data(schema::<ListActivities>),
-        Action::read("list", H).data(schema::<ListActivities>),
+        Action::read("all", handler!(list)).data(schema::<ListActivities>),
+        Action::read("list", handler!(list)).data(schema::<ListActivities>),
     ],
 };
-
-const H: Handler = handler!(handle);

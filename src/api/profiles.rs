@@ -1,6 +1,6 @@
 //! The `profiles` resource: the caller's own account data. Admins may read anyone's.
 
-use super::action::{Access, Action, Handler, Resource, handler, schema};
+use super::action::{Access, Action, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -30,62 +30,59 @@ pub(crate) struct ListUsers {
     offset: Option<i64>,
 }
 
-pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    match req.action.as_str() {
-        "get" => {
-            // Without an id (or with one's own) a user reads their own profile.
-            let target = match &req.id {
-                None | Some(Value::Null) => ctx.user_id().to_string(),
-                Some(_) => req.uuid()?,
-            };
-            if target != ctx.user_id() && !ctx.principal.is_admin() {
-                return Err(ApiError::not_found("profile"));
-            }
-            let user = ctx
-                .db()
-                .read(move |c| Ok(db::users::get(c, &target)?))
-                .await?;
-            Ok(Reply::ok(
-                json!({"profile": user.ok_or_else(|| ApiError::not_found("profile"))?}),
-            ))
-        }
-        "all" | "list" => {
-            ctx.principal.require_admin()?;
-            let q: ListUsers = req.data()?;
-            let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
-            let (users, total) = ctx
-                .db()
-                .read(move |c| Ok((db::users::list(c, limit, offset)?, db::users::count(c)?)))
-                .await?;
-            Ok(Reply::ok(
-                json!({"profiles": users, "count": total, "limit": limit, "offset": offset}),
-            ))
-        }
-        "update" => {
-            if let Ok(id) = req.uuid()
-                && id != ctx.user_id()
-            {
-                return Err(ApiError::forbidden(
-                    "profiles can only be updated by their owner",
-                ));
-            }
-            let body: UpdateProfile = req.data()?;
-            let update = validate(body)?;
-            let uid = ctx.user_id().to_string();
-            let user = ctx
-                .db()
-                .write(move |c| {
-                    db::users::update_profile(c, &uid, &update)?;
-                    Ok(db::users::get(c, &uid)?)
-                })
-                .await?
-                .ok_or_else(|| ApiError::not_found("profile"))?;
-            Ok(Reply::ok(json!({"profile": user}))
-                .record(ctx.user_id())
-                .summary("updated profile"))
-        }
-        other => Err(ApiError::invalid_action(req.resource, other)),
+async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    // Without an id (or with one's own) a user reads their own profile.
+    let target = match &req.id {
+        None | Some(Value::Null) => ctx.user_id().to_string(),
+        Some(_) => req.uuid()?,
+    };
+    if target != ctx.user_id() && !ctx.principal.is_admin() {
+        return Err(ApiError::not_found("profile"));
     }
+    let user = ctx
+        .db()
+        .read(move |c| Ok(db::users::get(c, &target)?))
+        .await?;
+    Ok(Reply::ok(
+        json!({"profile": user.ok_or_else(|| ApiError::not_found("profile"))?}),
+    ))
+}
+
+async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    ctx.principal.require_admin()?;
+    let q: ListUsers = req.data()?;
+    let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
+    let (users, total) = ctx
+        .db()
+        .read(move |c| Ok((db::users::list(c, limit, offset)?, db::users::count(c)?)))
+        .await?;
+    Ok(Reply::ok(
+        json!({"profiles": users, "count": total, "limit": limit, "offset": offset}),
+    ))
+}
+
+async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    if let Ok(id) = req.uuid()
+        && id != ctx.user_id()
+    {
+        return Err(ApiError::forbidden(
+            "profiles can only be updated by their owner",
+        ));
+    }
+    let body: UpdateProfile = req.data()?;
+    let update = validate(body)?;
+    let uid = ctx.user_id().to_string();
+    let user = ctx
+        .db()
+        .write(move |c| {
+            db::users::update_profile(c, &uid, &update)?;
+            Ok(db::users::get(c, &uid)?)
+        })
+        .await?
+        .ok_or_else(|| ApiError::not_found("profile"))?;
+    Ok(Reply::ok(json!({"profile": user}))
+        .record(ctx.user_id())
+        .summary("updated profile"))
 }
 
 fn validate(b: UpdateProfile) -> ApiResult<ProfileUpdate> {
@@ -128,14 +125,12 @@ pub const RESOURCE: Resource = Resource {
     name: "profiles",
     list_action: "all",
     actions: &[
-        Action::read("all", H).data(schema::<ListUsers>),
-        Action::read("list", H).data(schema::<ListUsers>),
-        Action::read("get", H).id(),
-        Action::new("update", Access::ConsumerWrite, H)
+        Action::read("all", handler!(list)).data(schema::<ListUsers>),
+        Action::read("list", handler!(list)).data(schema::<ListUsers>),
+        Action::read("get", handler!(get)).id(),
+        Action::new("update", Access::ConsumerWrite, handler!(update))
             .optional_id()
             .data(schema::<UpdateProfile>)
             .conflict(),
     ],
 };
-
-const H: Handler = handler!(handle);

@@ -2,13 +2,14 @@
 //! (`{public_url}/g/{slug}`). Owner-only, no admin mode; delete is soft. The images are
 //! served by `http::public_page` at `GET /v1/qr-code/{id}/image.svg|png`.
 
-use super::action::{Action, Handler, Resource, handler, schema};
+use super::action::{Action, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{ActionRequest, Ctx, Reply, parse_uuid};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
+use crate::service;
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -37,105 +38,86 @@ pub(crate) struct Increment {
     count: Option<i64>,
 }
 
-pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    let uid = ctx.user_id().to_string();
-    let base = ctx.app.config.public_base();
-    match req.action.as_str() {
-        "all" | "list" => {
-            let body: All = req.data()?;
-            let _ = body.filters;
-            let genie = body
-                .genie_id
-                .map(|g| parse_uuid(&g, "data.genie_id"))
-                .transpose()?;
-            let codes = ctx
-                .db()
-                .read(move |c| Ok(db::qr_codes::list(c, &uid, genie.as_deref())?))
-                .await?;
-            let codes: Vec<_> = codes.into_iter().map(|q| q.at(&base)).collect();
-            Ok(Reply::ok(json!({"qr_codes": codes})))
-        }
-        "get" => {
-            let id = req.uuid()?;
-            let code = ctx
-                .db()
-                .read(move |c| Ok(db::qr_codes::get(c, &uid, &id)?))
-                .await?;
-            Ok(Reply::ok(
-                json!({"qr_code": code.ok_or_else(|| ApiError::not_found("QR code"))?.at(&base)}),
-            ))
-        }
-        "create" => {
-            let body: Create = req.data()?;
-            let genie_id = parse_uuid(&body.genie_id, "data.genie_id")?;
-            let label = body
-                .label
-                .map(|l| l.trim().to_string())
-                .filter(|l| !l.is_empty());
-            if label.as_ref().is_some_and(|l| l.chars().count() > 200) {
-                return Err(ApiError::validation(
-                    "data.label must be at most 200 characters",
-                ));
-            }
-            let base2 = base.clone();
-            let code = ctx
-                .db()
-                .write(move |c| {
-                    if !db::qr_codes::owns_genie(c, &uid, &genie_id)? {
-                        return Err(ApiError::agent_not_found());
-                    }
-                    let slug = db::qr_codes::ensure_page_slug(c, &genie_id)?
-                        .ok_or_else(ApiError::agent_not_found)?;
-                    let url = format!("{base2}/g/{slug}");
-                    Ok(db::qr_codes::insert(
-                        c,
-                        &uid,
-                        &genie_id,
-                        label.as_deref(),
-                        &url,
-                    )?)
-                })
-                .await?
-                .at(&base);
-            let summary = format!("created QR code for {}", code.url);
-            Ok(Reply::created(json!({"qr_code": code}))
-                .record(&code.id)
-                .summary(summary))
-        }
-        "delete" => {
-            let id = req.uuid()?;
-            let id2 = id.clone();
-            if !ctx
-                .db()
-                .write(move |c| Ok(db::qr_codes::soft_delete(c, &uid, &id2)?))
-                .await?
-            {
-                return Err(ApiError::not_found("QR code"));
-            }
-            Ok(Reply::deleted(&id).summary("deleted a QR code"))
-        }
-        "increment-download" => {
-            let id = req.uuid()?;
-            let body: Increment = req.data()?;
-            let n = body.count.unwrap_or(1);
-            if !(1..=1000).contains(&n) {
-                return Err(ApiError::validation(
-                    "data.count must be between 1 and 1000",
-                ));
-            }
-            let code = ctx
-                .db()
-                .write(move |c| {
-                    db::qr_codes::add_downloads(c, &uid, &id, n)?
-                        .ok_or_else(|| ApiError::not_found("QR code"))
-                })
-                .await?
-                .at(&base);
-            Ok(Reply::ok(json!({"qr_code": code}))
-                .summary(format!("counted {n} QR code download(s)")))
-        }
-        other => Err(ApiError::invalid_action(req.resource, other)),
+async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let (uid, base) = (ctx.user_id().to_string(), ctx.app.config.public_base());
+    let body: All = req.data()?;
+    let _ = body.filters;
+    let genie = body
+        .genie_id
+        .map(|g| parse_uuid(&g, "data.genie_id"))
+        .transpose()?;
+    let codes = ctx
+        .db()
+        .read(move |c| Ok(db::qr_codes::list(c, &uid, genie.as_deref())?))
+        .await?;
+    let codes: Vec<_> = codes.into_iter().map(|q| q.at(&base)).collect();
+    Ok(Reply::ok(json!({"qr_codes": codes})))
+}
+
+async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let (uid, base) = (ctx.user_id().to_string(), ctx.app.config.public_base());
+    let id = req.uuid()?;
+    let code = ctx
+        .db()
+        .read(move |c| Ok(db::qr_codes::get(c, &uid, &id)?))
+        .await?;
+    Ok(Reply::ok(
+        json!({"qr_code": code.ok_or_else(|| ApiError::not_found("QR code"))?.at(&base)}),
+    ))
+}
+
+async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let body: Create = req.data()?;
+    let genie_id = parse_uuid(&body.genie_id, "data.genie_id")?;
+    let label = body
+        .label
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty());
+    if label.as_ref().is_some_and(|l| l.chars().count() > 200) {
+        return Err(ApiError::validation(
+            "data.label must be at most 200 characters",
+        ));
     }
+    let code = service::qr_codes::create(&ctx.app, ctx.user_id(), &genie_id, label).await?;
+    let summary = format!("created QR code for {}", code.url);
+    Ok(Reply::created(json!({"qr_code": code}))
+        .record(&code.id)
+        .summary(summary))
+}
+
+async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    let id = req.uuid()?;
+    let id2 = id.clone();
+    if !ctx
+        .db()
+        .write(move |c| Ok(db::qr_codes::soft_delete(c, &uid, &id2)?))
+        .await?
+    {
+        return Err(ApiError::not_found("QR code"));
+    }
+    Ok(Reply::deleted(&id).summary("deleted a QR code"))
+}
+
+async fn increment_download(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let (uid, base) = (ctx.user_id().to_string(), ctx.app.config.public_base());
+    let id = req.uuid()?;
+    let body: Increment = req.data()?;
+    let n = body.count.unwrap_or(1);
+    if !(1..=1000).contains(&n) {
+        return Err(ApiError::validation(
+            "data.count must be between 1 and 1000",
+        ));
+    }
+    let code = ctx
+        .db()
+        .write(move |c| {
+            db::qr_codes::add_downloads(c, &uid, &id, n)?
+                .ok_or_else(|| ApiError::not_found("QR code"))
+        })
+        .await?
+        .at(&base);
+    Ok(Reply::ok(json!({"qr_code": code})).summary(format!("counted {n} QR code download(s)")))
 }
 
 /// Every `qr-code` action; see `api::action`.
@@ -143,15 +125,15 @@ pub const RESOURCE: Resource = Resource {
     name: "qr-code",
     list_action: "all",
     actions: &[
-        Action::read("all", H).data(schema::<All>),
-        Action::read("list", H).data(schema::<All>),
-        Action::read("get", H).id(),
-        Action::write("create", H).data(schema::<Create>).conflict(),
-        Action::write("delete", H).id(),
-        Action::write("increment-download", H)
+        Action::read("all", handler!(list)).data(schema::<All>),
+        Action::read("list", handler!(list)).data(schema::<All>),
+        Action::read("get", handler!(get)).id(),
+        Action::write("create", handler!(create))
+            .data(schema::<Create>)
+            .conflict(),
+        Action::write("delete", handler!(delete)).id(),
+        Action::write("increment-download", handler!(increment_download))
             .id()
             .data(schema::<Increment>),
     ],
 };
-
-const H: Handler = handler!(handle);

@@ -11,6 +11,7 @@ pub mod document_folders;
 pub mod documents;
 pub mod genie_groups;
 pub mod genies;
+pub mod health;
 pub mod lead_notes;
 pub mod leads;
 pub mod marketplace;

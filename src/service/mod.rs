@@ -4,8 +4,13 @@
 //! `Ctx`, and import neither `api` nor `http`. Resources move here one at a time; until
 //! then most operations still live in their `api/` action.
 
+pub mod api_keys;
 pub mod conversations;
 pub mod genies;
 pub mod marketplace;
+pub mod qr_codes;
 pub mod teams;
+pub mod voice_collections;
+pub mod voices;
 pub mod webhooks;
+pub mod worker_genies;

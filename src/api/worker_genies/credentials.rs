@@ -6,10 +6,10 @@ use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::super::{ActionRequest, Ctx, Reply};
-use crate::db::{self, workers::Credential, workers::NewCredential};
+use crate::api::{ActionRequest, Ctx, Reply};
+use crate::db::{self, workers::Credential};
 use crate::error::{ApiError, ApiResult};
-use crate::workers::credentials as cipher;
+use crate::service::worker_genies::{self as service, NewSecret};
 use crate::workers::tools::{self, Opened};
 
 const TYPES: &[&str] = &["bearer_token", "api_key", "basic_auth"];
@@ -27,15 +27,7 @@ pub(crate) struct StoreInput {
     header_name: Option<String>,
 }
 
-struct Checked {
-    name: String,
-    credential_type: String,
-    value: String,
-    url_prefix: Option<String>,
-    header_name: Option<String>,
-}
-
-fn check(i: StoreInput, app: &crate::state::AppState) -> ApiResult<Checked> {
+fn check(i: StoreInput, app: &crate::state::AppState) -> ApiResult<NewSecret> {
     let name = i.name.trim().to_string();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(ApiError::validation(
@@ -92,7 +84,7 @@ fn check(i: StoreInput, app: &crate::state::AppState) -> ApiResult<Checked> {
             ));
         }
     }
-    Ok(Checked {
+    Ok(NewSecret {
         name,
         credential_type: i.credential_type,
         value: i.value,
@@ -101,42 +93,15 @@ fn check(i: StoreInput, app: &crate::state::AppState) -> ApiResult<Checked> {
     })
 }
 
-pub async fn store(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    let c = check(req.data()?, &ctx.app)?;
-    let (uid, app) = (ctx.user_id().to_string(), ctx.app.clone());
-    let cred: Credential = ctx
-        .db()
-        .write(move |tx| {
-            if db::workers::credential_by_name(tx, &uid, &c.name)?.is_some() {
-                return Err(ApiError::conflict(format!(
-                    "a credential named '{}' already exists; delete it first",
-                    c.name
-                )));
-            }
-            let key = cipher::key_for_write(&app, tx).map_err(ApiError::internal)?;
-            let id = db::new_id();
-            let (nonce, ct) = cipher::seal(&key, &id, c.value.as_bytes());
-            Ok(db::workers::insert_credential(
-                tx,
-                &NewCredential {
-                    id: &id,
-                    user_id: &uid,
-                    name: &c.name,
-                    credential_type: &c.credential_type,
-                    url_prefix: c.url_prefix.as_deref(),
-                    header_name: c.header_name.as_deref(),
-                    nonce: &nonce,
-                    ciphertext: &ct,
-                },
-            )?)
-        })
-        .await?;
+pub(super) async fn store(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let secret = check(req.data()?, &ctx.app)?;
+    let cred = service::store_credential(&ctx.app, ctx.user_id(), secret).await?;
     Ok(Reply::created(json!({"credential": cred}))
         .record(&cred.id)
         .summary(format!("stored credential '{}'", cred.name)))
 }
 
-pub async fn list(ctx: &Ctx) -> ApiResult<Reply> {
+pub(super) async fn list(ctx: &Ctx, _req: &ActionRequest) -> ApiResult<Reply> {
     let uid = ctx.user_id().to_string();
     let items = ctx
         .db()
@@ -145,25 +110,9 @@ pub async fn list(ctx: &Ctx) -> ApiResult<Reply> {
     Ok(Reply::ok(json!({"items": items, "count": items.len()})))
 }
 
-pub async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+pub(super) async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
-    let (uid, i2) = (ctx.user_id().to_string(), id.clone());
-    let name = ctx
-        .db()
-        .write(move |c| {
-            let s = db::workers::credential_by_id(c, &uid, &i2)?.ok_or_else(|| ApiError::not_found("credential"))?;
-            let users = db::workers::genies_referencing(c, &uid, &s.meta.name)?;
-            if !users.is_empty() {
-                return Err(ApiError::conflict(format!(
-                    "credential '{}' is used by worker genies {}; remove it from their credential_refs first",
-                    s.meta.name,
-                    users.join(", ")
-                )));
-            }
-            db::workers::delete_credential(c, &uid, &i2)?;
-            Ok(s.meta.name)
-        })
-        .await?;
+    let name = service::delete_credential(&ctx.app, ctx.user_id(), &id).await?;
     Ok(Reply::deleted(&id).summary(format!("deleted credential '{name}'")))
 }
 
@@ -187,9 +136,8 @@ pub(crate) struct TestInput {
     method: Option<String>,
 }
 
-pub async fn test(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+pub(super) async fn test(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let t: TestInput = req.data()?;
-    let uid = ctx.user_id().to_string();
     let (opened, source) = match (&t.value, &t.name) {
         (Some(value), _) => {
             let c = check(
@@ -221,27 +169,10 @@ pub async fn test(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
                 "new",
             )
         }
-        (None, Some(name)) => {
-            let n = name.trim().to_string();
-            let sealed = ctx
-                .db()
-                .read(move |c| Ok(db::workers::credential_by_name(c, &uid, &n)?))
-                .await?
-                .ok_or_else(|| ApiError::not_found("credential"))?;
-            let secret = cipher::reveal(&ctx.app, &sealed).ok_or_else(|| {
-                ApiError::internal(format!(
-                    "credential {} does not open with the master key",
-                    sealed.meta.id
-                ))
-            })?;
-            (
-                Opened {
-                    meta: sealed.meta,
-                    secret,
-                },
-                "stored",
-            )
-        }
+        (None, Some(name)) => (
+            service::open_credential(&ctx.app, ctx.user_id(), name.trim()).await?,
+            "stored",
+        ),
         (None, None) => {
             return Err(ApiError::validation(
                 "data.name (a stored credential) or data.value (a new one) is required",
