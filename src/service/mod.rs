@@ -5,4 +5,6 @@
 //! then most operations still live in their `api/` action.
 
 pub mod conversations;
+pub mod documents;
 pub mod genies;
+pub mod leads;
