@@ -19,7 +19,6 @@ pub mod limits;
 pub mod llm;
 pub mod mail;
 pub mod net;
-pub mod page_chat;
 pub mod secrets;
 pub mod service;
 pub mod state;

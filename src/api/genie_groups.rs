@@ -2,7 +2,7 @@
 //! and `agent_count`. A genie joins a group through `genies` `update` with `group_id`;
 //! deleting a group ungroups its genies.
 
-use super::action::{Action, Handler, Resource, handler, schema};
+use super::action::{Action, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -38,88 +38,93 @@ fn check_name(n: &str) -> ApiResult<String> {
     Ok(n.to_string())
 }
 
-pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+/// `all`/`list` (the same action under two names).
+async fn list(ctx: &Ctx, _req: &ActionRequest) -> ApiResult<Reply> {
     // Consumers own no groups; they see an empty list and nothing else.
     let uid = ctx.user_id().to_string();
-    match req.action.as_str() {
-        "all" | "list" => {
-            let groups = ctx.db().read(move |c| Ok(repo::list(c, &uid)?)).await?;
-            Ok(Reply::ok(json!({"count": groups.len(), "groups": groups})))
-        }
-        "get" => {
-            let id = req.uuid()?;
-            let g = ctx.db().read(move |c| Ok(repo::get(c, &uid, &id)?)).await?;
-            Ok(Reply::ok(
-                json!({"group": g.ok_or_else(|| ApiError::not_found("genie group"))?}),
-            ))
-        }
-        "create" => {
-            let b: CreateGroup = req.data()?;
-            let name = check_name(&b.name)?;
-            let id = db::new_id();
-            let id2 = id.clone();
-            let g = ctx
-                .db()
-                .write(move |c| {
-                    repo::insert(c, &id2, &uid, &name, b.description.as_deref(), &db::now())?;
-                    Ok(repo::get(c, &uid, &id2)?.expect("row just inserted"))
-                })
-                .await?;
-            Ok(Reply::created(json!({"group": g}))
-                .record(&id)
-                .summary(format!("created genie group '{}'", g.name)))
-        }
-        "update" => {
-            let id = req.uuid()?;
-            let b: UpdateGroup = req.data()?;
-            let name = b.name.as_deref().map(check_name).transpose()?;
-            let g = ctx
-                .db()
-                .write(move |c| {
-                    let cur = repo::get(c, &uid, &id)?
-                        .ok_or_else(|| ApiError::not_found("genie group"))?;
-                    let name = name.unwrap_or(cur.name);
-                    let desc = b.description.unwrap_or(cur.description);
-                    repo::update(c, &uid, &id, &name, desc.as_deref(), &db::now())?;
-                    Ok(repo::get(c, &uid, &id)?.expect("row exists"))
-                })
-                .await?;
-            Ok(Reply::ok(json!({"group": g})).summary(format!("updated genie group '{}'", g.name)))
-        }
-        "delete" => {
-            let id = req.uuid()?;
-            let id2 = id.clone();
-            let n = ctx
-                .db()
-                .write(move |c| {
-                    repo::delete(c, &uid, &id2, &db::now())?
-                        .ok_or_else(|| ApiError::not_found("genie group"))
-                })
-                .await?;
-            Ok(
-                Reply::ok(json!({"id": id, "deleted": true, "ungrouped": n}))
-                    .record(&id)
-                    .summary(format!("deleted genie group, {n} genies ungrouped")),
-            )
-        }
-        "reorder" => {
-            let sort = parse_sort(&req.data)?;
-            let n = ctx
-                .db()
-                .write(move |c| {
-                    let at = db::now();
-                    for (id, pos) in &sort {
-                        if !repo::set_sort_order(c, &uid, id, *pos, &at)? {
-                            return Err(ApiError::not_found("genie group"));
-                        }
-                    }
-                    Ok(sort.len())
-                })
-                .await?;
-            Ok(Reply::ok(json!({"updated": n})).summary(format!("reordered {n} genie groups")))
-        }
-        other => Err(ApiError::invalid_action(req.resource, other)),
-    }
+    let groups = ctx.db().read(move |c| Ok(repo::list(c, &uid)?)).await?;
+    Ok(Reply::ok(json!({"count": groups.len(), "groups": groups})))
+}
+
+async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    let id = req.uuid()?;
+    let g = ctx.db().read(move |c| Ok(repo::get(c, &uid, &id)?)).await?;
+    Ok(Reply::ok(
+        json!({"group": g.ok_or_else(|| ApiError::not_found("genie group"))?}),
+    ))
+}
+
+async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    let b: CreateGroup = req.data()?;
+    let name = check_name(&b.name)?;
+    let id = db::new_id();
+    let id2 = id.clone();
+    let g = ctx
+        .db()
+        .write(move |c| {
+            repo::insert(c, &id2, &uid, &name, b.description.as_deref(), &db::now())?;
+            Ok(repo::get(c, &uid, &id2)?.expect("row just inserted"))
+        })
+        .await?;
+    Ok(Reply::created(json!({"group": g}))
+        .record(&id)
+        .summary(format!("created genie group '{}'", g.name)))
+}
+
+async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    let id = req.uuid()?;
+    let b: UpdateGroup = req.data()?;
+    let name = b.name.as_deref().map(check_name).transpose()?;
+    let g = ctx
+        .db()
+        .write(move |c| {
+            let cur = repo::get(c, &uid, &id)?.ok_or_else(|| ApiError::not_found("genie group"))?;
+            let name = name.unwrap_or(cur.name);
+            let desc = b.description.unwrap_or(cur.description);
+            repo::update(c, &uid, &id, &name, desc.as_deref(), &db::now())?;
+            Ok(repo::get(c, &uid, &id)?.expect("row exists"))
+        })
+        .await?;
+    Ok(Reply::ok(json!({"group": g})).summary(format!("updated genie group '{}'", g.name)))
+}
+
+async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    let id = req.uuid()?;
+    let id2 = id.clone();
+    let n = ctx
+        .db()
+        .write(move |c| {
+            repo::delete(c, &uid, &id2, &db::now())?
+                .ok_or_else(|| ApiError::not_found("genie group"))
+        })
+        .await?;
+    Ok(
+        Reply::ok(json!({"id": id, "deleted": true, "ungrouped": n}))
+            .record(&id)
+            .summary(format!("deleted genie group, {n} genies ungrouped")),
+    )
+}
+
+async fn reorder(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let uid = ctx.user_id().to_string();
+    let sort = parse_sort(&req.data)?;
+    let n = ctx
+        .db()
+        .write(move |c| {
+            let at = db::now();
+            for (id, pos) in &sort {
+                if !repo::set_sort_order(c, &uid, id, *pos, &at)? {
+                    return Err(ApiError::not_found("genie group"));
+                }
+            }
+            Ok(sort.len())
+        })
+        .await?;
+    Ok(Reply::ok(json!({"updated": n})).summary(format!("reordered {n} genie groups")))
 }
 
 /// Every `genie-groups` action; see `api::action`.
@@ -127,19 +132,17 @@ pub const RESOURCE: Resource = Resource {
     name: "genie-groups",
     list_action: "all",
     actions: &[
-        Action::read("all", H),
-        Action::read("list", H),
-        Action::read("get", H).id(),
-        Action::write("create", H)
+        Action::read("all", handler!(list)),
+        Action::read("list", handler!(list)),
+        Action::read("get", handler!(get)).id(),
+        Action::write("create", handler!(create))
             .data(schema::<CreateGroup>)
             .conflict(),
-        Action::write("update", H)
+        Action::write("update", handler!(update))
             .id()
             .data(schema::<UpdateGroup>)
             .conflict(),
-        Action::write("delete", H).id(),
-        Action::write("reorder", H).data(super::action::sort_request),
+        Action::write("delete", handler!(delete)).id(),
+        Action::write("reorder", handler!(reorder)).data(super::action::sort_request),
     ],
 };
-
-const H: Handler = handler!(handle);

@@ -303,6 +303,22 @@ pub fn unlink(c: &Connection, genie_id: &str, doc_id: &str) -> rusqlite::Result<
     )? == 1)
 }
 
+/// The document linked to the genie whose id or external id is `doc_ref`, whoever may read
+/// it now (a linked document may have become private to its owner since).
+pub fn linked_document(
+    c: &Connection,
+    genie_id: &str,
+    doc_ref: &str,
+) -> rusqlite::Result<Option<String>> {
+    c.query_row(
+        "SELECT d.id FROM genie_documents gd JOIN documents d ON d.id = gd.document_id
+         WHERE gd.genie_id = ?1 AND (d.id = ?2 OR d.external_id = ?2)",
+        params![genie_id, doc_ref],
+        |row| row.get(0),
+    )
+    .optional()
+}
+
 pub fn genie_document_ids(c: &Connection, genie_id: &str) -> rusqlite::Result<Vec<String>> {
     let mut st = c.prepare_cached("SELECT document_id FROM genie_documents WHERE genie_id = ?1")?;
     st.query_map([genie_id], |r| r.get(0))?.collect()

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::auth::{self, Credential};
 use crate::db;
 use crate::error::{ApiError, ApiResult};
-use crate::page_chat::{self, PageGenie};
+use crate::service::page_chat::{self, PageGenie};
 use crate::state::AppState;
 
 const PAGE: &str = include_str!("../../assets/page/page.html");

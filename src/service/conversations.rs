@@ -1,9 +1,10 @@
 //! Conversation operations shared by the `conversations` actions and the code that runs
-//! without a signed-in caller: storing what the voice provider reports (polling `sync` and
-//! the post-call webhook), analysing it, announcing it, and the `conversation.report` job.
+//! without a signed-in caller: recording a conversation the service hosted, storing what the
+//! voice provider reports (polling `sync` and the post-call webhook), analysing it,
+//! announcing it, and the `conversation.report` job.
 
 use rusqlite::Connection;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::analysis::{self, Analysis};
 use crate::auth::Principal;
@@ -12,7 +13,7 @@ use crate::db::leads as leads_repo;
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 use crate::state::AppState;
-use crate::voice::ConversationDetail;
+use crate::voice::{ConversationDetail, Turn};
 
 /// Job kind that mails (or records) the report of a finished conversation.
 pub const REPORT_JOB: &str = "conversation.report";
@@ -378,5 +379,208 @@ pub async fn report_job(app: &AppState, payload: &Value) -> Result<(), String> {
     )
     .await
     .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// A conversation the service hosted itself, checked by the caller, for [`record`].
+pub struct NewRecord {
+    pub genie_id: String,
+    pub channel: String,
+    pub status: String,
+    pub started_at: String,
+    pub duration_seconds: i64,
+    pub transcript: Vec<Turn>,
+    pub summary: Option<String>,
+    pub metadata: Value,
+    pub tags: Value,
+}
+
+/// Records a conversation under a genie `p` owns (an admin: any genie). A finished one
+/// (`done`) queues its report in the same transaction and is announced as
+/// `conversation.completed`.
+pub async fn record(app: &AppState, p: &Principal, r: NewRecord) -> ApiResult<Conversation> {
+    let p = p.clone();
+    let conv = app
+        .db
+        .write(move |c| {
+            let genie = repo::genie(c, &r.genie_id)?
+                .filter(|g| p.is_admin() || g.user_id == p.user_id)
+                .ok_or_else(ApiError::agent_not_found)?;
+            let id = repo::insert(
+                c,
+                &repo::NewConversation {
+                    user_id: &genie.user_id,
+                    genie_id: Some(&genie.id),
+                    external_id: None,
+                    channel: &r.channel,
+                    status: &r.status,
+                    started_at: &r.started_at,
+                    duration_seconds: r.duration_seconds,
+                    transcript: &r.transcript,
+                    summary: r.summary.as_deref(),
+                    metadata: &r.metadata,
+                    tags: &r.tags,
+                },
+            )?;
+            if r.status == "done" {
+                queue_report(c, &id, Some(&genie))?;
+            }
+            Ok(repo::get(c, &id)?.expect("row just inserted"))
+        })
+        .await?;
+    if conv.status == "done" {
+        emit_completed(app, &conv.id).await?;
+        app.wake_jobs();
+    }
+    Ok(conv)
+}
+
+/// Changes a conversation's metadata and tags. Metadata is merged member by member; a
+/// member set to null is removed. `tags` replaces the list.
+pub async fn update_meta(
+    app: &AppState,
+    p: &Principal,
+    id: &str,
+    metadata: Option<Value>,
+    tags: Option<Value>,
+) -> ApiResult<Conversation> {
+    let (p, id) = (p.clone(), id.to_string());
+    app.db
+        .write(move |c| {
+            let before = load(c, &p, &id, true)?;
+            let metadata = metadata.map(|m| {
+                let mut merged: Map<String, Value> =
+                    before.metadata.as_object().cloned().unwrap_or_default();
+                for (k, v) in m.as_object().cloned().unwrap_or_default() {
+                    if v.is_null() {
+                        merged.remove(&k);
+                    } else {
+                        merged.insert(k, v);
+                    }
+                }
+                Value::Object(merged)
+            });
+            repo::set_meta(c, &id, metadata.as_ref(), tags.as_ref())?;
+            Ok(repo::get(c, &id)?.expect("conversation exists"))
+        })
+        .await
+}
+
+/// What a `sync` did.
+#[derive(Default)]
+pub struct Synced {
+    /// How many genies were synced.
+    pub genies: usize,
+    pub created: i64,
+    pub updated: i64,
+    pub unchanged: i64,
+    /// `{genie_id, message}` per genie or conversation that could not be synced.
+    pub errors: Vec<Value>,
+    completed: Vec<Conversation>,
+}
+
+/// Statuses after which a conversation no longer changes at the provider.
+const FINAL: &[&str] = &["done", "failed"];
+
+/// Pulls `user_id`'s conversations from the voice platform: of the genie `genie_id` (which
+/// they must own and which must be provisioned), or of every provisioned genie of theirs.
+/// A genie that fails is reported in `errors`; when every genie failed and nothing was
+/// stored, the sync is a 502.
+pub async fn sync(app: &AppState, user_id: &str, genie_id: Option<String>) -> ApiResult<Synced> {
+    let me = user_id.to_string();
+    let genies = match genie_id {
+        Some(g) => {
+            let genie = app
+                .db
+                .read(move |c| Ok(repo::genie(c, &g)?.filter(|g| g.user_id == me)))
+                .await?
+                .ok_or_else(ApiError::agent_not_found)?;
+            if genie.external_agent_id.is_none() {
+                return Err(ApiError::validation(
+                    "data.genieId: this genie is not provisioned on the voice platform",
+                ));
+            }
+            vec![genie]
+        }
+        None => {
+            app.db
+                .read(move |c| Ok(repo::syncable_genies(c, &me)?))
+                .await?
+        }
+    };
+    let mut n = Synced {
+        genies: genies.len(),
+        ..Synced::default()
+    };
+    for g in &genies {
+        if let Err(e) = sync_genie(app, g, &mut n).await {
+            n.errors
+                .push(json!({"genie_id": g.id, "message": e.message}));
+        }
+    }
+    if !genies.is_empty()
+        && n.errors.len() == genies.len()
+        && n.created + n.updated + n.unchanged == 0
+    {
+        return Err(ApiError::upstream(format!(
+            "sync failed: {}",
+            n.errors[0]["message"].as_str().unwrap_or("")
+        )));
+    }
+    for conv in &n.completed {
+        emit_completed(app, &conv.id).await?;
+    }
+    if !n.completed.is_empty() {
+        app.wake_jobs();
+    }
+    Ok(n)
+}
+
+/// Pages through one genie's conversations on the platform. Each conversation is stored in
+/// its own transaction, so an interrupted sync keeps what it stored and the next one skips
+/// what has not changed.
+async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut Synced) -> ApiResult<()> {
+    let agent = g.external_agent_id.clone().unwrap_or_default();
+    let mut cursor: Option<String> = None;
+    for _ in 0..1000 {
+        let page = app
+            .voice
+            .list_conversations(&agent, cursor.as_deref())
+            .await?;
+        for s in &page.conversations {
+            let ext = s.conversation_id.clone();
+            let known = app
+                .db
+                .read(move |c| Ok(repo::by_external(c, &ext)?))
+                .await?;
+            if let Some(k) = &known {
+                if k.user_id != g.user_id {
+                    n.errors.push(json!({"genie_id": g.id, "message": format!("conversation {} belongs to another account", s.conversation_id)}));
+                    continue;
+                }
+                if k.status == s.status
+                    && k.duration_seconds == s.call_duration_secs
+                    && FINAL.contains(&k.status.as_str())
+                {
+                    n.unchanged += 1;
+                    continue;
+                }
+            }
+            let d = app.voice.get_conversation(&s.conversation_id).await?;
+            let stored = store_provider_conversation(app, g, d).await?;
+            if stored.created {
+                n.created += 1;
+            } else {
+                n.updated += 1;
+            }
+            if stored.became_done {
+                n.completed.push(stored.conversation);
+            }
+        }
+        match page.next_cursor {
+            Some(c) if !c.is_empty() => cursor = Some(c),
+            _ => break,
+        }
+    }
     Ok(())
 }

@@ -1,14 +1,20 @@
-//! Genie operations that background code needs as well as the `genies` actions: the
-//! provider clean-up a deleted genie leaves (run inline, then as the `genie.cleanup` job),
-//! the per-genie lock, and pushing a genie's knowledge base to the provider (after the
-//! document pipeline finishes a document, and after knowledge-base actions).
+//! Genie operations: provisioning a new genie or a clone (the provider first, then the row,
+//! and no orphan on either side when one fails), deleting one, the provider clean-up a
+//! deleted genie leaves (run inline, then as the `genie.cleanup` job), the per-genie lock,
+//! and pushing a genie's knowledge base to the provider (after the document pipeline
+//! finishes a document, and after knowledge-base actions). The `genies` actions, the
+//! marketplace install, the job dispatcher and the document pipeline share them.
 
-use serde_json::Value;
+use std::time::Duration;
 
-use crate::db::genies as repo;
+use serde_json::{Value, json};
+
+use crate::db;
+use crate::db::genies::{self as repo, GenieRow, PhoneRow};
 use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
 use crate::state::AppState;
-use crate::voice::KbDocRef;
+use crate::voice::{AgentSpec, KbDocRef};
 
 /// Job kind that removes a deleted genie's agent and numbers from the provider.
 pub const CLEANUP_JOB: &str = "genie.cleanup";
@@ -94,4 +100,182 @@ pub async fn sync_agent_documents(app: &AppState, genie_id: &str) -> ApiResult<(
             .await?;
     }
     Ok(())
+}
+
+/// Provisions a new genie: its agent (and a phone number when `want_phone`) at the provider
+/// first, so that a genie exists only if the provider accepted it, then the row with its
+/// number in one transaction. When the row cannot be stored the provider side is removed
+/// (or the removal queued). Returns the stored row; the caller announces it.
+pub async fn provision(
+    app: &AppState,
+    mut row: GenieRow,
+    spec: &AgentSpec,
+    want_phone: bool,
+) -> ApiResult<GenieRow> {
+    if want_phone && !app.voice.supports_phone_provisioning() {
+        return Err(phone_unsupported(app));
+    }
+    let agent_id = app.voice.create_agent(spec).await?;
+    row.external_agent_id = Some(agent_id.clone());
+    let mut phone = None;
+    if want_phone {
+        match app.voice.provision_number(&agent_id, &row.name).await {
+            Ok(p) => phone = Some(p),
+            Err(e) => {
+                cleanup_or_queue(app, Some(agent_id), vec![]).await;
+                return Err(e.into());
+            }
+        }
+    }
+    let (r, p) = (row, phone.clone());
+    let stored = app
+        .db
+        .write(move |c| {
+            let mut r = r;
+            r.sort_order = repo::next_sort_order(c, &r.user_id)?;
+            if let Some(slug) = &r.page_slug
+                && repo::slug_taken(c, slug, &r.id)?
+            {
+                return Err(ApiError::conflict(format!(
+                    "data.pageSlug '{slug}' is already used by another genie"
+                )));
+            }
+            repo::insert(c, &r)?;
+            if let Some(p) = p {
+                repo::insert_phone(
+                    c,
+                    &PhoneRow {
+                        id: db::new_id(),
+                        genie_id: r.id.clone(),
+                        number: p.number,
+                        external_id: Some(p.external_id),
+                        status: "active".into(),
+                        created_at: r.created_at.clone(),
+                    },
+                )?;
+            }
+            Ok(r)
+        })
+        .await;
+    match stored {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            cleanup_or_queue(
+                app,
+                Some(agent_id),
+                phone.into_iter().map(|p| p.external_id).collect(),
+            )
+            .await;
+            Err(e)
+        }
+    }
+}
+
+/// Provisions `row`, a copy of the genie `src_id`, with the same attached documents: the
+/// agent at the provider first, then the row and its document links in one transaction;
+/// when that fails the agent is removed again (or its removal queued).
+pub async fn provision_clone(
+    app: &AppState,
+    src_id: &str,
+    mut row: GenieRow,
+    spec: &AgentSpec,
+) -> ApiResult<GenieRow> {
+    let agent_id = app.voice.create_agent(spec).await?;
+    row.external_agent_id = Some(agent_id.clone());
+    let (r, src_id) = (row, src_id.to_string());
+    let stored = app
+        .db
+        .write(move |c| {
+            let mut r = r;
+            r.sort_order = repo::next_sort_order(c, &r.user_id)?;
+            repo::insert(c, &r)?;
+            repo::copy_documents(c, &src_id, &r.id, &r.created_at)?;
+            Ok(r)
+        })
+        .await;
+    match stored {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            cleanup_or_queue(app, Some(agent_id), vec![]).await;
+            Err(e)
+        }
+    }
+}
+
+/// Deletes a genie the caller may manage (the caller holds its lock): removes its agent
+/// and numbers at the provider, then the row; when the provider fails, the row goes anyway
+/// and a durable `genie.cleanup` job retries until the provider agrees. Emits
+/// `genie.deleted`.
+pub async fn delete(app: &AppState, row: &GenieRow) -> ApiResult<()> {
+    let id = row.id.clone();
+    let phones = {
+        let id = id.clone();
+        app.db.read(move |c| Ok(repo::phones(c, &id)?)).await?
+    };
+    let payload = json!({
+        "genie_id": id,
+        "agent_id": row.external_agent_id,
+        "number_ids": phones.iter().filter_map(|p| p.external_id.clone()).collect::<Vec<_>>(),
+    });
+    let provider = run_cleanup(app, &payload).await;
+    let queued = provider.is_err();
+    if let Err(e) = &provider {
+        tracing::warn!(genie = %id, error = %e, "voice provider clean-up failed; queued for retry");
+    }
+    let id2 = id.clone();
+    app.db
+        .write(move |c| {
+            if !repo::delete(c, &id2)? {
+                return Err(ApiError::agent_not_found());
+            }
+            if queued {
+                crate::jobs::enqueue(c, CLEANUP_JOB, &payload, retry_delay(), None)?;
+            }
+            Ok(())
+        })
+        .await?;
+    app.bus.emit(Event::new(
+        "genie.deleted",
+        &row.user_id,
+        json!({"id": id, "name": row.name}),
+    ));
+    Ok(())
+}
+
+/// The refusal of a phone number when the provider cannot provision one.
+pub fn phone_unsupported(app: &AppState) -> ApiError {
+    ApiError::validation(format!(
+        "data.attachPhoneNumber: the '{}' voice provider cannot provision phone numbers; numbers are imported into the \
+         provider with your own telephony (Twilio or SIP trunk) credentials",
+        app.voice.name()
+    ))
+}
+
+/// Removes an agent and releases numbers at the provider; if that fails, queues a durable
+/// `genie.cleanup` job that retries with backoff until it succeeds.
+pub async fn cleanup_or_queue(app: &AppState, agent_id: Option<String>, number_ids: Vec<String>) {
+    let payload = json!({"agent_id": agent_id, "number_ids": number_ids});
+    if let Err(e) = run_cleanup(app, &payload).await {
+        tracing::warn!(error = %e, "voice provider clean-up failed; queued for retry");
+        let res = app
+            .db
+            .write(move |c| {
+                Ok(crate::jobs::enqueue(
+                    c,
+                    CLEANUP_JOB,
+                    &payload,
+                    retry_delay(),
+                    None,
+                )?)
+            })
+            .await;
+        if let Err(e) = res {
+            tracing::error!(error = %e, "could not queue the voice provider clean-up");
+        }
+    }
+}
+
+/// The first retry of a clean-up that just failed inline.
+fn retry_delay() -> Duration {
+    Duration::from_secs(30)
 }

@@ -1,13 +1,16 @@
 //! The domain layer: the product's operations, called by the API actions and by code with
 //! no HTTP request behind it (the job dispatcher, the provider's webhooks, the document
-//! pipeline). They take plain inputs and the application state, never a request or a
-//! `Ctx`, and import neither `api` nor `http`. Resources move here one at a time; until
-//! then most operations still live in their `api/` action.
+//! pipeline, the public page). They take plain inputs and the application state, never a
+//! request or a `Ctx`, and import neither `api` nor `http`. Resources move here one at a
+//! time; until then some operations still live in their `api/` action.
 
 pub mod api_keys;
 pub mod conversations;
+pub mod documents;
 pub mod genies;
+pub mod leads;
 pub mod marketplace;
+pub mod page_chat;
 pub mod qr_codes;
 pub mod teams;
 pub mod voice_collections;

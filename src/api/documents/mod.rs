@@ -6,7 +6,7 @@
 pub(crate) mod create;
 pub(crate) mod links;
 
-use super::action::{Action, Handler, Resource, handler, schema};
+use super::action::{Action, Resource, handler, schema};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -16,24 +16,6 @@ use crate::db::document_folders;
 use crate::db::documents::{self as docs, Document, ListFilter, MetaUpdate, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::knowledge::{self, pipeline};
-
-pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    match req.action.as_str() {
-        "all" | "list" => all(ctx, req).await,
-        "get" => get(ctx, req).await,
-        "create" => create::create(ctx, req).await,
-        "update" => update(ctx, req).await,
-        "bulk-update" => bulk_update(ctx, req).await,
-        "delete" => delete(ctx, req).await,
-        "attach" => links::attach(ctx, req).await,
-        "detach" => links::detach(ctx, req).await,
-        "replace" => links::replace(ctx, req).await,
-        "sync-with-agent" => links::sync_with_agent(ctx, req).await,
-        "search" => search(ctx, req).await,
-        "retry" => retry(ctx, req).await,
-        other => Err(ApiError::invalid_action(req.resource, other)),
-    }
-}
 
 /// What the caller reads: own and public documents, or everything for an admin in admin mode.
 pub(crate) fn scope(ctx: &Ctx, admin_mode: Option<bool>) -> ApiResult<Scope> {
@@ -500,61 +482,42 @@ async fn search(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     ))
 }
 
-/// Used by other resources: the `{id, name, type, is_active, status}` list of a genie's documents.
-pub async fn genie_documents(
-    app: &crate::state::AppState,
-    genie_id: &str,
-) -> ApiResult<Vec<Value>> {
-    let g = genie_id.to_string();
-    app.db
-        .read(move |c| {
-            let mut st = c.prepare_cached(
-                "SELECT d.id, d.external_id, d.name, d.type, d.is_active, d.status FROM genie_documents gd
-                 JOIN documents d ON d.id = gd.document_id WHERE gd.genie_id = ?1 ORDER BY gd.created_at, d.id",
-            )?;
-            let rows = st
-                .query_map([g], |r| {
-                    Ok(json!({"id": r.get::<_, String>(0)?, "external_id": r.get::<_, Option<String>>(1)?,
-                        "name": r.get::<_, String>(2)?, "type": r.get::<_, String>(3)?,
-                        "is_active": r.get::<_, bool>(4)?, "status": r.get::<_, String>(5)?}))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(rows)
-        })
-        .await
-}
-
 /// Every `knowledge-base` action; see `api::action`.
 pub const RESOURCE: Resource = Resource {
     name: "knowledge-base",
     list_action: "all",
     actions: &[
-        Action::read("all", H).data(schema::<AllReq>),
-        Action::read("list", H).data(schema::<AllReq>),
-        Action::read("get", H).id().data(schema::<GetReq>),
-        Action::write("create", H)
+        Action::read("all", handler!(all)).data(schema::<AllReq>),
+        Action::read("list", handler!(all)).data(schema::<AllReq>),
+        Action::read("get", handler!(get))
+            .id()
+            .data(schema::<GetReq>),
+        Action::write("create", handler!(create::create))
             .data(schema::<create::CreateReq>)
             .conflict()
             .upstream(),
-        Action::write("update", H).id().conflict().upstream(),
-        Action::write("bulk-update", H).data(schema::<BulkReq>),
-        Action::write("delete", H).id().upstream(),
-        Action::write("attach", H)
+        Action::write("update", handler!(update))
+            .id()
+            .conflict()
+            .upstream(),
+        Action::write("bulk-update", handler!(bulk_update)).data(schema::<BulkReq>),
+        Action::write("delete", handler!(delete)).id().upstream(),
+        Action::write("attach", handler!(links::attach))
             .data(schema::<links::SetReq>)
             .upstream(),
-        Action::write("detach", H)
+        Action::write("detach", handler!(links::detach))
             .data(schema::<links::DetachReq>)
             .upstream(),
-        Action::write("replace", H)
+        Action::write("replace", handler!(links::replace))
             .data(schema::<links::SetReq>)
             .upstream(),
-        Action::write("sync-with-agent", H)
+        Action::write("sync-with-agent", handler!(links::sync_with_agent))
             .data(schema::<links::SyncReq>)
             .conflict()
             .upstream(),
-        Action::read("search", H).data(schema::<SearchReq>),
-        Action::write("retry", H).id().data(schema::<RetryReq>),
+        Action::read("search", handler!(search)).data(schema::<SearchReq>),
+        Action::write("retry", handler!(retry))
+            .id()
+            .data(schema::<RetryReq>),
     ],
 };
-
-const H: Handler = handler!(handle);

@@ -17,11 +17,18 @@ pub(crate) struct AssignReq {
 }
 
 pub(super) async fn assign(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    set_assigned(ctx, req, true).await
+}
+
+pub(super) async fn unassign(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    set_assigned(ctx, req, false).await
+}
+
+async fn set_assigned(ctx: &Ctx, req: &ActionRequest, assigning: bool) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let body: AssignReq = req.data()?;
     let target = parse_uuid(&body.user_id, "data.userId")?;
     let row = load_manageable(ctx, &id).await?;
-    let assigning = req.action == "assign";
     if target == row.user_id {
         return Err(ApiError::validation("data.userId is the genie's owner"));
     }

@@ -3,7 +3,6 @@
 use serde_json::json;
 
 use super::input::{self, CloneGenie};
-use super::lifecycle::cleanup_or_queue;
 use super::settings;
 use super::{load_manageable, reload, role};
 use crate::api::{ActionRequest, Ctx, Reply};
@@ -11,7 +10,7 @@ use crate::db;
 use crate::db::genies::{self as repo, GenieRow};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
-use crate::service::genies::kb_refs;
+use crate::service::genies::{self, kb_refs};
 
 pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
@@ -27,7 +26,7 @@ pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         ctx.db().read(move |c| Ok(repo::documents(c, &id)?)).await?
     };
     let now = db::now();
-    let mut row = GenieRow {
+    let row = GenieRow {
         id: db::new_id(),
         external_agent_id: None,
         page_slug: Some(repo::new_slug(&name)),
@@ -38,30 +37,8 @@ pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         updated_at: now,
         ..src.clone()
     };
-    let agent_id = ctx
-        .app
-        .voice
-        .create_agent(&settings::agent_spec(&row, kb_refs(&docs)))
-        .await?;
-    row.external_agent_id = Some(agent_id.clone());
-    let (r, src_id) = (row.clone(), src.id.clone());
-    let stored = ctx
-        .db()
-        .write(move |c| {
-            let mut r = r;
-            r.sort_order = repo::next_sort_order(c, &r.user_id)?;
-            repo::insert(c, &r)?;
-            repo::copy_documents(c, &src_id, &r.id, &r.created_at)?;
-            Ok(r)
-        })
-        .await;
-    let row = match stored {
-        Ok(r) => r,
-        Err(e) => {
-            cleanup_or_queue(&ctx.app, Some(agent_id), vec![]).await;
-            return Err(e);
-        }
-    };
+    let spec = settings::agent_spec(&row, kb_refs(&docs));
+    let row = genies::provision_clone(&ctx.app, &src.id, row, &spec).await?;
     let genie = reload(&ctx.app, &row.id, false).await?;
     ctx.app
         .bus

@@ -17,10 +17,10 @@ mod settings;
 mod update;
 mod view;
 
-use super::action::{Action, Handler, Resource, handler, schema};
+use super::action::{Action, Resource, handler, schema};
 use serde_json::Value;
 
-use super::{ActionRequest, Ctx, Reply, parse_uuid};
+use super::{Ctx, parse_uuid};
 use crate::db::genies::{self as repo, GenieRow};
 use crate::db::{self, users::Role};
 use crate::error::{ApiError, ApiResult};
@@ -29,23 +29,6 @@ use crate::state::AppState;
 
 pub use lifecycle::create_genie_for;
 pub use view::full_genie;
-
-pub async fn handle(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    match req.action.as_str() {
-        "list" => list::list(ctx, req).await,
-        "all" => list::all(ctx, req).await,
-        "get" => list::get(ctx, req).await,
-        "create" => lifecycle::create(ctx, req).await,
-        "update" => update::update(ctx, req).await,
-        "delete" => lifecycle::delete(ctx, req).await,
-        "clone" => clone::clone(ctx, req).await,
-        "reorder" => clone::reorder(ctx, req).await,
-        "attach-phone" => phone::attach_phone(ctx, req).await,
-        "release-phone" => phone::release_phone(ctx, req).await,
-        "assign" | "unassign" => assign::assign(ctx, req).await,
-        other => Err(ApiError::invalid_action(req.resource, other)),
-    }
-}
 
 fn role(ctx: &Ctx) -> Role {
     ctx.principal.role
@@ -117,35 +100,41 @@ pub const RESOURCE: Resource = Resource {
     name: "genies",
     list_action: "list",
     actions: &[
-        Action::read("all", H).data(schema::<list::ListReq>),
-        Action::read("list", H).data(schema::<list::ListReq>),
-        Action::read("get", H)
+        Action::read("all", handler!(list::all)).data(schema::<list::ListReq>),
+        Action::read("list", handler!(list::list)).data(schema::<list::ListReq>),
+        Action::read("get", handler!(list::get))
             .id()
             .data(schema::<list::AdminModeReq>),
-        Action::write("create", H)
+        Action::write("create", handler!(lifecycle::create))
             .data(schema::<input::CreateGenie>)
             .conflict()
             .upstream(),
-        Action::write("update", H)
+        Action::write("update", handler!(update::update))
             .id()
             .data(schema::<input::UpdateGenie>)
             .conflict()
             .upstream(),
-        Action::write("delete", H).id().upstream(),
-        Action::write("clone", H)
+        Action::write("delete", handler!(lifecycle::delete))
+            .id()
+            .upstream(),
+        Action::write("clone", handler!(clone::clone))
             .id()
             .data(schema::<input::CloneGenie>)
             .upstream(),
-        Action::write("assign", H)
+        Action::write("assign", handler!(assign::assign))
             .id()
             .data(schema::<assign::AssignReq>),
-        Action::write("unassign", H)
+        Action::write("unassign", handler!(assign::unassign))
             .id()
             .data(schema::<assign::AssignReq>),
-        Action::write("attach-phone", H).id().conflict().upstream(),
-        Action::write("release-phone", H).id().conflict().upstream(),
-        Action::write("reorder", H).data(super::action::sort_request),
+        Action::write("attach-phone", handler!(phone::attach_phone))
+            .id()
+            .conflict()
+            .upstream(),
+        Action::write("release-phone", handler!(phone::release_phone))
+            .id()
+            .conflict()
+            .upstream(),
+        Action::write("reorder", handler!(clone::reorder)).data(super::action::sort_request),
     ],
 };
-
-const H: Handler = handler!(handle);

@@ -2,13 +2,12 @@
 
 use serde_json::json;
 
-use super::lifecycle::{cleanup_or_queue, phone_unsupported};
 use super::{load_manageable, phones_of, reload_updated};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies::{self as repo, PhoneRow};
 use crate::error::{ApiError, ApiResult};
-use crate::service::genies::lock_genie;
+use crate::service::genies::{cleanup_or_queue, lock_genie, phone_unsupported};
 
 pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;

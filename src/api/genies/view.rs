@@ -39,7 +39,7 @@ impl PageChat {
             } else {
                 (
                     "chat_unavailable",
-                    json!(crate::page_chat::UNAVAILABLE_WARNING),
+                    json!(crate::service::page_chat::UNAVAILABLE_WARNING),
                 )
             };
             page.insert("status".into(), json!(status));

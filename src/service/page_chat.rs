@@ -2,7 +2,10 @@
 //! answered by the configured LLM with the genie's own prompt, model, temperature and
 //! max_tokens, from passages of the genie's attached documents found by full-text search;
 //! the conversation record (channel `web`) opens with the genie's first message, and each
-//! answer keeps the passages it was given as `citations`.
+//! answer keeps the passages it was given as `citations`. The page records its
+//! conversations by its own rule, not by `conversations::record`: the record stays
+//! `in-progress` while the visitor chats (so no report is queued and nothing is announced),
+//! and its turns carry citations.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

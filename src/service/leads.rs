@@ -1,0 +1,174 @@
+//! Lead operations: who may reach a lead (also the rule of its notes), and creating and
+//! updating one with the checks that need the database (the agent a lead is put under, the
+//! user it is assigned to, its primary lead), the activity log and the `lead.*` events.
+
+use rusqlite::Connection;
+use serde_json::json;
+
+use crate::auth::Principal;
+use crate::db::leads::{self as repo, Fields, Lead};
+use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
+use crate::state::AppState;
+
+/// Loads a lead the principal may reach: 404 when it does not exist, 403 when it belongs to
+/// an agent the caller does not own (or, for reads, is not assigned to).
+pub fn load(c: &Connection, p: &Principal, id: i64, write: bool) -> ApiResult<Lead> {
+    let lead = repo::get(c, id)?.ok_or_else(|| ApiError::not_found("lead"))?;
+    if p.is_admin() || lead.agent_owner.as_deref() == Some(p.user_id.as_str()) {
+        return Ok(lead);
+    }
+    if !write && repo::is_assigned(c, &lead.agent_id, &p.user_id)? {
+        return Ok(lead);
+    }
+    Err(ApiError::forbidden(
+        "you do not have access to this lead's agent",
+    ))
+}
+
+/// Checks the agent a lead is put under: it exists (else `AGENT_NOT_FOUND`) and a
+/// non-admin owns it (else `FORBIDDEN`). Returns its owner.
+fn check_agent(c: &Connection, p: &Principal, agent_id: &str) -> ApiResult<String> {
+    let a = repo::agent(c, agent_id, &p.user_id)?.ok_or_else(ApiError::agent_not_found)?;
+    if !p.is_admin() && a.owner != p.user_id {
+        return Err(ApiError::forbidden("you do not own this agent"));
+    }
+    Ok(a.owner)
+}
+
+/// A supplied `user_id`: a non-admin may name only themself; the user must exist.
+fn check_user(c: &Connection, p: &Principal, user_id: &str) -> ApiResult<()> {
+    if user_id != p.user_id && !p.is_admin() {
+        return Err(ApiError::forbidden(
+            "only internal admins may assign a lead to another user",
+        ));
+    }
+    if !repo::user_exists(c, user_id)? {
+        return Err(ApiError::validation("data.user_id: no such user"));
+    }
+    Ok(())
+}
+
+fn check_primary(
+    c: &Connection,
+    p: &Principal,
+    primary: Option<i64>,
+    own_id: Option<i64>,
+) -> ApiResult<()> {
+    if let Some(pid) = primary {
+        if Some(pid) == own_id {
+            return Err(ApiError::validation(
+                "data.primary_lead_id cannot be the lead itself",
+            ));
+        }
+        load(c, p, pid, false)
+            .map_err(|_| ApiError::validation("data.primary_lead_id: no such lead"))?;
+    }
+    Ok(())
+}
+
+/// Creates a lead under the agent `agent_id` from checked `fields`. Its user is `user_id`
+/// when given (a non-admin may name only themself), else the agent's owner, else the caller.
+/// Logs `created` and emits `lead.created`.
+pub async fn create(
+    app: &AppState,
+    p: &Principal,
+    mut fields: Fields,
+    agent_id: String,
+    user_id: Option<String>,
+    primary_lead_id: Option<i64>,
+) -> ApiResult<Lead> {
+    let (p, supplied) = (p.clone(), user_id);
+    let lead = app
+        .db
+        .write(move |c| {
+            if let Some(u) = &supplied {
+                check_user(c, &p, u)?;
+            }
+            let owner = check_agent(c, &p, &agent_id)?;
+            check_primary(c, &p, primary_lead_id, None)?;
+            // user_id: the supplied one, then the agent's owner, then the caller.
+            let user_id = supplied
+                .or(Some(owner))
+                .filter(|o| !o.is_empty())
+                .unwrap_or_else(|| p.user_id.clone());
+            fields.push(("agent_id", agent_id.into()));
+            fields.push(("user_id", user_id.into()));
+            let id = repo::insert(c, &fields)?;
+            repo::log(
+                c,
+                id,
+                Some(&p.user_id),
+                "created",
+                Some("Lead created"),
+                None,
+            )?;
+            Ok(repo::get(c, id)?.expect("row just inserted"))
+        })
+        .await?;
+    app.bus
+        .emit(Event::new("lead.created", &lead.user_id, json!(lead)));
+    Ok(lead)
+}
+
+/// Updates a lead `p` may write with checked `fields`, moving it to `agent_id` or `user_id`
+/// when given. A status change is logged (`status_change`) and announced
+/// (`lead.status_changed`) besides `lead.updated`.
+pub async fn update(
+    app: &AppState,
+    p: &Principal,
+    id: i64,
+    mut fields: Fields,
+    agent_id: Option<String>,
+    user_id: Option<String>,
+    primary_lead_id: Option<i64>,
+) -> ApiResult<Lead> {
+    let p = p.clone();
+    let changed_by = p.user_id.clone();
+    let (before, after) = app
+        .db
+        .write(move |c| {
+            let before = load(c, &p, id, true)?;
+            if let Some(a) = agent_id {
+                check_agent(c, &p, &a)?;
+                fields.push(("agent_id", a.into()));
+            }
+            if let Some(u) = user_id {
+                if u != before.user_id {
+                    check_user(c, &p, &u)?;
+                }
+                fields.push(("user_id", u.into()));
+            }
+            check_primary(c, &p, primary_lead_id, Some(id))?;
+            repo::update(c, id, &fields)?;
+            let after = repo::get(c, id)?.expect("lead exists");
+            if before.status != after.status {
+                let (from, to) = (before.status.clone(), after.status.clone());
+                let label = |s: &Option<String>| s.clone().unwrap_or_else(|| "none".into());
+                repo::log(
+                    c,
+                    id,
+                    Some(&p.user_id),
+                    "status_change",
+                    Some(&format!(
+                        "Status changed from {} to {}",
+                        label(&from),
+                        label(&to)
+                    )),
+                    Some(&json!({"from": from, "to": to, "changed_by": p.user_id})),
+                )?;
+            }
+            Ok((before, after))
+        })
+        .await?;
+    app.bus
+        .emit(Event::new("lead.updated", &after.user_id, json!(after)));
+    if before.status != after.status {
+        app.bus.emit(Event::new(
+            "lead.status_changed",
+            &after.user_id,
+            json!({"lead": after, "from": before.status, "to": after.status, "changed_by": changed_by}),
+        ));
+    }
+    Ok(after)
+}
