@@ -169,9 +169,15 @@ impl TestApp {
             stop: Some(tx),
             server: Some(server),
         };
+        // Its own client, keeping no idle connection: a pooled one would hold a slot of the
+        // server's connection bound that the slow-client tests count on.
+        let probe = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .expect("client");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
-            match t.client.get(format!("{}/readyz", t.base)).send().await {
+            match probe.get(format!("{}/readyz", t.base)).send().await {
                 Ok(r) if r.status().is_success() => break,
                 _ if std::time::Instant::now() > deadline => panic!("the service never got ready"),
                 _ => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
