@@ -91,7 +91,10 @@ async fn run_due_until(
         let (kind, payload) = (job.kind.clone(), job.payload.clone());
         let finished = app
             .db
-            .write(move |c| Ok(jobs::finish(c, &job, &outcome, base)?))
+            .write(move |c| {
+                let stored = outcome.as_ref().map(|_| ()).map_err(String::as_str);
+                Ok(jobs::finish(c, &job, stored, base)?)
+            })
             .await?;
         if finished == Finished::Dead {
             gave_up(app, &kind, &payload).await;

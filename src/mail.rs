@@ -5,12 +5,11 @@
 
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use rusqlite::{Connection, params};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::db::{new_id, now};
+use crate::db::email_logs;
 use crate::error::ApiResult;
 use crate::state::AppInner;
 
@@ -99,7 +98,7 @@ pub async fn send(
     app.db
         .write(move |c| {
             for o in &logged {
-                log(
+                email_logs::insert(
                     c,
                     &user,
                     &o.recipient,
@@ -153,7 +152,7 @@ pub async fn email_only(
     );
     app.db
         .write(move |c| {
-            Ok(log(
+            Ok(email_logs::insert(
                 c,
                 &user,
                 &o.recipient,
@@ -187,30 +186,4 @@ async fn deliver(
         .await
         .map(|_| ())
         .map_err(|e| format!("SMTP: {e}"))
-}
-
-pub fn log(
-    c: &Connection,
-    user_id: &str,
-    recipient: &str,
-    subject: &str,
-    body: &str,
-    status: &str,
-    error: Option<&str>,
-) -> rusqlite::Result<()> {
-    c.execute(
-        "INSERT INTO email_logs (id, user_id, recipient, subject, body, status, error, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            new_id(),
-            user_id,
-            recipient,
-            subject,
-            body,
-            status,
-            error,
-            now()
-        ],
-    )?;
-    Ok(())
 }
