@@ -367,16 +367,16 @@ pub async fn report_job(app: &AppState, payload: &Value) -> Result<(), String> {
         summary,
         transcript
     );
-    crate::mail::send(
-        app,
-        &conv.user_id,
-        &genie.support_emails,
-        &subject,
-        &body,
-        "conversation_report",
-        json!({"conversation_id": conv.id, "genie_id": genie.id}),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    app.mail
+        .send(
+            &conv.user_id,
+            &genie.support_emails,
+            &subject,
+            &body,
+            "conversation_report",
+            json!({"conversation_id": conv.id, "genie_id": genie.id}),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
