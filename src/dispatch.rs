@@ -7,7 +7,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult, Kind};
 use crate::jobs::{self, Finished, Job, MAX_CRASH_RETRIES};
 use crate::state::AppState;
 
@@ -31,7 +31,7 @@ pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
 }
 
 /// Runs one job by kind. Each resource that queues work adds its kind here.
-async fn run(app: &AppState, job: &Job) -> Result<(), String> {
+async fn run(app: &AppState, job: &Job) -> ApiResult<()> {
     match job.kind.as_str() {
         "noop" => Ok(()),
         crate::webhooks::DELIVER_JOB => crate::webhooks::deliver_job(app, &job.payload).await,
@@ -42,7 +42,10 @@ async fn run(app: &AppState, job: &Job) -> Result<(), String> {
         crate::service::conversations::REPORT_JOB => {
             crate::service::conversations::report_job(app, &job.payload).await
         }
-        other => Err(format!("unknown job kind '{other}'")),
+        other => Err(ApiError::new(
+            Kind::Internal,
+            format!("unknown job kind '{other}'"),
+        )),
     }
 }
 
@@ -81,8 +84,14 @@ async fn run_due_until(
         let (app2, job2) = (app.clone(), job.clone());
         let outcome = match tokio::spawn(async move { run(&app2, &job2).await }).await {
             Ok(r) => r,
-            Err(e) if e.is_panic() => Err("the job panicked (a bug; see the log)".to_string()),
-            Err(e) => Err(format!("the job did not finish: {e}")),
+            Err(e) if e.is_panic() => Err(ApiError::new(
+                Kind::Internal,
+                "the job panicked (a bug; see the log)",
+            )),
+            Err(e) => Err(ApiError::new(
+                Kind::Internal,
+                format!("the job did not finish: {e}"),
+            )),
         };
         if let Err(e) = &outcome {
             tracing::warn!(job = job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
@@ -91,7 +100,11 @@ async fn run_due_until(
         let (kind, payload) = (job.kind.clone(), job.payload.clone());
         let finished = app
             .db
-            .write(move |c| Ok(jobs::finish(c, &job, &outcome, base)?))
+            .write(move |c| {
+                // The job's stored `last_error` is the error's message, in words a person reads.
+                let stored = outcome.as_ref().map(|_| ()).map_err(|e| e.message.as_str());
+                Ok(jobs::finish(c, &job, stored, base)?)
+            })
             .await?;
         if finished == Finished::Dead {
             gave_up(app, &kind, &payload).await;

@@ -24,6 +24,7 @@ pub mod service;
 pub mod state;
 pub mod voice;
 pub mod webhooks;
+pub mod worker_pool;
 pub mod workers;
 
 pub use app::{App, AppState, build_app, serve};

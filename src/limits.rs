@@ -10,9 +10,15 @@ use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
-use crate::auth::RateKey;
 use crate::config::Config;
 use crate::error::{ApiError, ApiResult};
+
+/// What a caller's requests are counted against: the API key it uses, or the signed-in user.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RateKey {
+    ApiKey(String),
+    User(String),
+}
 
 type Keyed<K> = RateLimiter<K, DefaultKeyedStateStore<K>, DefaultClock, StateInformationMiddleware>;
 

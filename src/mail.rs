@@ -5,24 +5,24 @@
 
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use rusqlite::{Connection, params};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::db::{new_id, now};
+use crate::db::{Db, email_logs};
 use crate::error::ApiResult;
-use crate::state::AppInner;
 
 pub struct Mailer {
     smtp: Option<AsyncSmtpTransport<Tokio1Executor>>,
     from: Mailbox,
+    /// Where every attempt is logged and undelivered mail becomes a notification.
+    db: Db,
 }
 
 impl Mailer {
     /// `smtp://host:port` (plain, or STARTTLS with `?tls=required`), `smtps://host` (TLS);
     /// credentials go in the URL's user info. An unusable URL or sender stops startup.
-    pub fn from_config(c: &Config) -> anyhow::Result<Mailer> {
+    pub fn from_config(c: &Config, db: Db) -> anyhow::Result<Mailer> {
         let from: Mailbox = c.smtp_from.parse().map_err(|e| {
             anyhow::anyhow!("--smtp-from '{}' is not a mail address: {e}", c.smtp_from)
         })?;
@@ -35,7 +35,7 @@ impl Mailer {
                     .build(),
             ),
         };
-        Ok(Mailer { smtp, from })
+        Ok(Mailer { smtp, from, db })
     }
 
     pub fn smtp_configured(&self) -> bool {
@@ -52,54 +52,109 @@ pub struct Outcome {
     pub error: Option<String>,
 }
 
-/// Mail to the outside world, on behalf of `user_id`. Messages that cannot go out over SMTP
-/// become one dashboard notification of `kind` for `user_id`, carrying `data`.
-pub async fn send(
-    app: &AppInner,
-    user_id: &str,
-    recipients: &[String],
-    subject: &str,
-    body: &str,
-    kind: &str,
-    data: Value,
-) -> ApiResult<Vec<Outcome>> {
-    let mut outcomes = Vec::with_capacity(recipients.len());
-    for to in recipients {
-        let outcome = match &app.mail.smtp {
-            None => Outcome {
-                recipient: to.clone(),
-                status: "notified",
-                error: None,
-            },
-            Some(smtp) => match deliver(smtp, &app.mail.from, to, subject, body).await {
-                Ok(()) => Outcome {
+impl Mailer {
+    /// Mail to the outside world, on behalf of `user_id`. Messages that cannot go out over SMTP
+    /// become one dashboard notification of `kind` for `user_id`, carrying `data`.
+    pub async fn send(
+        &self,
+        user_id: &str,
+        recipients: &[String],
+        subject: &str,
+        body: &str,
+        kind: &str,
+        data: Value,
+    ) -> ApiResult<Vec<Outcome>> {
+        let mut outcomes = Vec::with_capacity(recipients.len());
+        for to in recipients {
+            let outcome = match &self.smtp {
+                None => Outcome {
                     recipient: to.clone(),
-                    status: "sent",
+                    status: "notified",
                     error: None,
                 },
-                Err(e) => {
-                    tracing::warn!(recipient = %to, error = %e, "mail not sent; recording a dashboard notification");
-                    Outcome {
+                Some(smtp) => match deliver(smtp, &self.from, to, subject, body).await {
+                    Ok(()) => Outcome {
                         recipient: to.clone(),
-                        status: "failed",
-                        error: Some(e),
+                        status: "sent",
+                        error: None,
+                    },
+                    Err(e) => {
+                        tracing::warn!(recipient = %to, error = %e, "mail not sent; recording a dashboard notification");
+                        Outcome {
+                            recipient: to.clone(),
+                            status: "failed",
+                            error: Some(e),
+                        }
                     }
+                },
+            };
+            outcomes.push(outcome);
+        }
+        let (user, subject, body, kind) = (
+            user_id.to_string(),
+            subject.to_string(),
+            body.to_string(),
+            kind.to_string(),
+        );
+        let logged = outcomes.clone();
+        self.db
+            .write(move |c| {
+                for o in &logged {
+                    email_logs::insert(
+                        c,
+                        &user,
+                        &o.recipient,
+                        &subject,
+                        &body,
+                        o.status,
+                        o.error.as_deref(),
+                    )?;
                 }
-            },
-        };
-        outcomes.push(outcome);
+                let undelivered: Vec<&str> = logged
+                    .iter()
+                    .filter(|o| o.status != "sent")
+                    .map(|o| o.recipient.as_str())
+                    .collect();
+                if !undelivered.is_empty() || logged.is_empty() {
+                    let mut data = data;
+                    if let Some(o) = data.as_object_mut() {
+                        o.insert("recipients".into(), serde_json::json!(undelivered));
+                    }
+                    crate::db::notifications::insert(c, &user, &kind, &subject, &body, &data)?;
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(outcomes)
     }
-    let (user, subject, body, kind) = (
-        user_id.to_string(),
-        subject.to_string(),
-        body.to_string(),
-        kind.to_string(),
-    );
-    let logged = outcomes.clone();
-    app.db
-        .write(move |c| {
-            for o in &logged {
-                log(
+
+    /// Mails one message when SMTP is configured and logs the attempt in `email_logs`; `None`
+    /// without SMTP. Unlike `send`, it never adds a dashboard notification.
+    pub async fn email_only(
+        &self,
+        user_id: &str,
+        to: &str,
+        subject: &str,
+        body: &str,
+    ) -> ApiResult<Option<Outcome>> {
+        let Some(smtp) = &self.smtp else {
+            return Ok(None);
+        };
+        let error = deliver(smtp, &self.from, to, subject, body).await.err();
+        let outcome = Outcome {
+            recipient: to.to_string(),
+            status: if error.is_none() { "sent" } else { "failed" },
+            error,
+        };
+        let (user, o, subject, body) = (
+            user_id.to_string(),
+            outcome.clone(),
+            subject.to_string(),
+            body.to_string(),
+        );
+        self.db
+            .write(move |c| {
+                Ok(email_logs::insert(
                     c,
                     &user,
                     &o.recipient,
@@ -107,64 +162,11 @@ pub async fn send(
                     &body,
                     o.status,
                     o.error.as_deref(),
-                )?;
-            }
-            let undelivered: Vec<&str> = logged
-                .iter()
-                .filter(|o| o.status != "sent")
-                .map(|o| o.recipient.as_str())
-                .collect();
-            if !undelivered.is_empty() || logged.is_empty() {
-                let mut data = data;
-                if let Some(o) = data.as_object_mut() {
-                    o.insert("recipients".into(), serde_json::json!(undelivered));
-                }
-                crate::db::notifications::insert(c, &user, &kind, &subject, &body, &data)?;
-            }
-            Ok(())
-        })
-        .await?;
-    Ok(outcomes)
-}
-
-/// Mails one message when SMTP is configured and logs the attempt in `email_logs`; `None`
-/// without SMTP. Unlike `send`, it never adds a dashboard notification.
-pub async fn email_only(
-    app: &AppInner,
-    user_id: &str,
-    to: &str,
-    subject: &str,
-    body: &str,
-) -> ApiResult<Option<Outcome>> {
-    let Some(smtp) = &app.mail.smtp else {
-        return Ok(None);
-    };
-    let error = deliver(smtp, &app.mail.from, to, subject, body).await.err();
-    let outcome = Outcome {
-        recipient: to.to_string(),
-        status: if error.is_none() { "sent" } else { "failed" },
-        error,
-    };
-    let (user, o, subject, body) = (
-        user_id.to_string(),
-        outcome.clone(),
-        subject.to_string(),
-        body.to_string(),
-    );
-    app.db
-        .write(move |c| {
-            Ok(log(
-                c,
-                &user,
-                &o.recipient,
-                &subject,
-                &body,
-                o.status,
-                o.error.as_deref(),
-            )?)
-        })
-        .await?;
-    Ok(Some(outcome))
+                )?)
+            })
+            .await?;
+        Ok(Some(outcome))
+    }
 }
 
 async fn deliver(
@@ -187,30 +189,4 @@ async fn deliver(
         .await
         .map(|_| ())
         .map_err(|e| format!("SMTP: {e}"))
-}
-
-pub fn log(
-    c: &Connection,
-    user_id: &str,
-    recipient: &str,
-    subject: &str,
-    body: &str,
-    status: &str,
-    error: Option<&str>,
-) -> rusqlite::Result<()> {
-    c.execute(
-        "INSERT INTO email_logs (id, user_id, recipient, subject, body, status, error, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            new_id(),
-            user_id,
-            recipient,
-            subject,
-            body,
-            status,
-            error,
-            now()
-        ],
-    )?;
-    Ok(())
 }

@@ -33,7 +33,7 @@ pub struct AppInner {
     /// Per-address limit on the public genie page's chat.
     pub public_chat: ChatLimiter,
     /// Worker genies: run executor, triggers, credential key.
-    pub workers: crate::workers::Workers,
+    pub workers: crate::worker_pool::Workers,
     /// Outgoing mail: SMTP when configured, else dashboard notifications.
     pub mail: crate::mail::Mailer,
     /// Recent authentications (API keys, sessions), so hot callers skip the database.

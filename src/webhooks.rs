@@ -263,11 +263,11 @@ pub async fn attempt(app: &AppState, delivery_id: &str) -> ApiResult<AttemptResu
 }
 
 /// The job: one attempt; an error makes the queue retry it later.
-pub async fn deliver_job(app: &AppState, payload: &Value) -> Result<(), String> {
+pub async fn deliver_job(app: &AppState, payload: &Value) -> ApiResult<()> {
     let id = payload["delivery_id"]
         .as_str()
-        .ok_or("delivery job without delivery_id")?;
-    let result = attempt(app, id).await.map_err(|e| e.message)?;
+        .ok_or_else(|| ApiError::validation("delivery job without delivery_id"))?;
+    let result = attempt(app, id).await?;
     let error = result.error.unwrap_or_else(|| "delivery failed".into());
     if result.succeeded {
         Ok(())
@@ -275,11 +275,9 @@ pub async fn deliver_job(app: &AppState, payload: &Value) -> Result<(), String> 
         // The guard refuses the address on every attempt (a receiver stored before the check
         // at create, an operator who turned the guard on, a name whose DNS now answers an
         // internal address): retrying for hours helps nobody, so give up now.
-        give_up(app, id, &format!("its address was refused: {error}"))
-            .await
-            .map_err(|e| e.message)
+        give_up(app, id, &format!("its address was refused: {error}")).await
     } else {
-        Err(error)
+        Err(ApiError::upstream(error))
     }
 }
 

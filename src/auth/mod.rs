@@ -10,9 +10,9 @@ use std::sync::RwLock;
 
 use axum::http::{HeaderMap, header};
 
-use crate::db::{self, users::Role};
+use crate::db::{self, Db, users::Role};
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::secrets::Secrets;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Via {
@@ -65,11 +65,7 @@ impl Principal {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum RateKey {
-    ApiKey(String),
-    User(String),
-}
+pub use crate::limits::RateKey;
 
 /// The credential a request presents, before it is checked.
 #[derive(Debug)]
@@ -161,17 +157,13 @@ struct SessionEntry {
 impl AuthCache {
     /// The entry for `k` if it was read at the committed epoch. The epoch is read only when
     /// there is an entry, so unknown callers cost nothing extra.
-    fn get<T: Clone>(
-        app: &AppState,
-        map: &RwLock<HashMap<String, Cached<T>>>,
-        k: &str,
-    ) -> Option<T> {
+    fn get<T: Clone>(db: &Db, map: &RwLock<HashMap<String, Cached<T>>>, k: &str) -> Option<T> {
         let (value, epoch) = {
             let m = map.read().unwrap_or_else(|p| p.into_inner());
             let c = m.get(k)?;
             (c.value.clone(), c.epoch)
         };
-        (app.db.auth_epoch() == Some(epoch)).then_some(value)
+        (db.auth_epoch() == Some(epoch)).then_some(value)
     }
 
     fn put<T>(map: &RwLock<HashMap<String, Cached<T>>>, k: String, value: T, epoch: i64) {
@@ -189,11 +181,12 @@ impl AuthCache {
 /// Checks the credential. `session_only` is set for the api-keys resource, where the spec
 /// answers any API key, valid or not, with `INVALID_TOKEN`.
 pub async fn authenticate(
-    app: &AppState,
+    db: &Db,
+    cache: &AuthCache,
+    secrets: &Secrets,
     cred: Credential,
     session_only: bool,
 ) -> ApiResult<Principal> {
-    let cache = &app.auth_cache;
     match cred {
         Credential::ApiKey(_) if session_only => Err(ApiError::invalid_token(
             "the api-keys resource accepts session tokens only, not API keys",
@@ -203,12 +196,11 @@ pub async fn authenticate(
                 return Err(ApiError::invalid_key_prefix());
             }
             let hash = keys::hash(&key);
-            let entry = match AuthCache::get(app, &cache.keys, &hash) {
+            let entry = match AuthCache::get(db, &cache.keys, &hash) {
                 Some(e) => e,
                 None => {
                     let h = hash.clone();
-                    let owner = app
-                        .db
+                    let owner = db
                         .read(move |c| Ok(db::api_keys::find_by_hash(c, &h)?))
                         .await?
                         .filter(|o| o.active)
@@ -223,7 +215,7 @@ pub async fn authenticate(
                     e
                 }
             };
-            if touch_key(app, &entry.key_id, entry.last_used_at.as_deref()) {
+            if touch_key(db, &entry.key_id, entry.last_used_at.as_deref()) {
                 // Remember the touch, so the requests until it commits do not repeat it.
                 let mut m = cache.keys.write().unwrap_or_else(|p| p.into_inner());
                 if let Some(c) = m.get_mut(&hash) {
@@ -242,13 +234,12 @@ pub async fn authenticate(
             // Keyed by the token's hash, so a cached token skips the signature check too; the
             // map never holds a usable token.
             let token_hash = keys::hash(&token);
-            let entry = match AuthCache::get(app, &cache.sessions, &token_hash) {
+            let entry = match AuthCache::get(db, &cache.sessions, &token_hash) {
                 Some(e) => e,
                 None => {
-                    let claims = sessions::decode(&app.secrets.jwt_key, &token)?;
+                    let claims = sessions::decode(&secrets.jwt_key, &token)?;
                     let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
-                    let (role, epoch) = app
-                        .db
+                    let (role, epoch) = db
                         .read(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
                         .await?
                         .ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
@@ -278,7 +269,7 @@ pub async fn authenticate(
 
 /// Records `last_used_at` at most once a minute per key, off the request path, so that
 /// a busy key does not turn every read into a write. Returns whether it did.
-fn touch_key(app: &AppState, key_id: &str, last_used_at: Option<&str>) -> bool {
+fn touch_key(db: &Db, key_id: &str, last_used_at: Option<&str>) -> bool {
     let now = chrono::Utc::now();
     let fresh = last_used_at
         .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
@@ -286,7 +277,7 @@ fn touch_key(app: &AppState, key_id: &str, last_used_at: Option<&str>) -> bool {
     if fresh {
         return false;
     }
-    let (db, id, at) = (app.db.clone(), key_id.to_string(), db::fmt_time(now));
+    let (db, id, at) = (db.clone(), key_id.to_string(), db::fmt_time(now));
     tokio::spawn(async move {
         if let Err(e) = db
             .write(move |c| Ok(db::api_keys::touch(c, &id, &at)?))

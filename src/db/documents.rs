@@ -476,3 +476,12 @@ pub fn search(
     })?
     .collect()
 }
+
+/// Every file hash a document names (original and extracted text): the files that must stay.
+pub fn stored_hashes(c: &Connection) -> rusqlite::Result<std::collections::HashSet<String>> {
+    let mut st = c.prepare(
+        "SELECT original_hash FROM documents WHERE original_hash IS NOT NULL
+         UNION SELECT content_hash FROM documents WHERE content_hash IS NOT NULL",
+    )?;
+    st.query_map([], |r| r.get::<_, String>(0))?.collect()
+}

@@ -9,19 +9,23 @@ pub mod auth_epoch;
 pub mod conversations;
 pub mod document_folders;
 pub mod documents;
+pub mod email_logs;
 pub mod genie_groups;
 pub mod genies;
 pub mod health;
+pub mod jobs;
 pub mod lead_notes;
 pub mod leads;
 pub mod marketplace;
 pub mod notifications;
 pub mod page_chat;
+pub mod provider_hooks;
 pub mod qr_codes;
 pub mod sessions;
 pub mod teams;
 pub mod users;
 pub mod voice_collections;
+pub mod voice_local;
 pub mod voices;
 pub mod webhooks;
 pub mod workers;
@@ -444,6 +448,12 @@ where
 }
 
 /// Current time as stored and returned everywhere: RFC 3339, UTC, milliseconds.
+/// A statement that touches no table: the database answers (readiness).
+pub fn ping(c: &Connection) -> rusqlite::Result<()> {
+    c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?;
+    Ok(())
+}
+
 pub fn now() -> String {
     fmt_time(chrono::Utc::now())
 }

@@ -108,7 +108,8 @@ pub async fn logout(State(app): State<AppState>, headers: HeaderMap) -> Response
                 "logout needs the session's access token, not an API key",
             ));
         }
-        let principal = auth::authenticate(&app, cred, true).await?;
+        let principal =
+            auth::authenticate(&app.db, &app.auth_cache, &app.secrets, cred, true).await?;
         let Via::Session { session_id } = principal.via else {
             unreachable!("session_only admits tokens only")
         };

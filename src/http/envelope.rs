@@ -132,7 +132,9 @@ pub async fn execute(
 ) -> Response {
     let session_only = resource_hint.and_then(api::canonical_resource) == Some("api-keys");
     let principal = match Credential::from_headers(headers) {
-        Ok(cred) => auth::authenticate(app, cred, session_only).await,
+        Ok(cred) => {
+            auth::authenticate(&app.db, &app.auth_cache, &app.secrets, cred, session_only).await
+        }
         Err(e) => Err(e),
     };
     let principal = match principal {

@@ -130,12 +130,12 @@ async fn receive(app: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiResult<
     let fresh = app
         .db
         .write(move |c| {
-            c.execute("DELETE FROM provider_hook_receipts WHERE received_at < ?1", [&window])?;
-            let n = c.execute(
-                "INSERT OR IGNORE INTO provider_hook_receipts (signature_hash, received_at) VALUES (?1, ?2)",
-                [&receipt, &db::now()],
-            )?;
-            Ok(n == 1)
+            Ok(db::provider_hooks::record_receipt(
+                c,
+                &receipt,
+                &window,
+                &db::now(),
+            )?)
         })
         .await?;
     if !fresh {

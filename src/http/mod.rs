@@ -74,11 +74,7 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
 }
 
 async fn readyz(State(app): State<AppState>) -> Response {
-    match app
-        .db
-        .read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
-        .await
-    {
+    match app.db.read(|c| Ok(crate::db::ping(c)?)).await {
         Ok(_) => Json(json!({"status": "ready"})).into_response(),
         Err(_) => (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -234,7 +234,14 @@ async fn chat_inner(app: &AppState, slug: String, body: &[u8]) -> ApiResult<Valu
 // ---- QR images ---------------------------------------------------------------------------
 
 async fn qr_url(app: &AppState, headers: &HeaderMap, id: &str) -> ApiResult<String> {
-    let principal = auth::authenticate(app, Credential::from_headers(headers)?, false).await?;
+    let principal = auth::authenticate(
+        &app.db,
+        &app.auth_cache,
+        &app.secrets,
+        Credential::from_headers(headers)?,
+        false,
+    )
+    .await?;
     if let Err(limited) = app.limits.check(&principal.rate_key()) {
         return Err(limited.error);
     }

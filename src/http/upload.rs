@@ -30,7 +30,7 @@ pub async fn upload(
     body: Body,
 ) -> Response {
     let authed = match Credential::from_headers(&headers) {
-        Ok(cred) => auth::authenticate(&app, cred, false).await,
+        Ok(cred) => auth::authenticate(&app.db, &app.auth_cache, &app.secrets, cred, false).await,
         Err(e) => Err(e),
     };
     if let Err(e) = authed {

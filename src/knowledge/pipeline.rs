@@ -13,7 +13,7 @@ use serde_json::json;
 use super::crawl::{self, FetchError};
 use super::extract::{self, text};
 use crate::db::documents::{self as docs, Document, Scope};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Kind};
 use crate::events::Event;
 use crate::jobs::{self, Job};
 use crate::state::AppState;
@@ -54,31 +54,30 @@ pub fn requeue(
     Ok(status)
 }
 
-pub async fn run(app: &AppState, job: &Job) -> Result<(), String> {
+/// Runs one `document.*` job. An error leaves the job to the queue's retry: a source that
+/// failed for now ([`FetchError::Transient`], within [`MAX_FETCH_ATTEMPTS`]) or the database;
+/// whatever will not get better fails the document instead and ends the job.
+pub async fn run(app: &AppState, job: &Job) -> ApiResult<()> {
     let id = |k: &str| {
         job.payload[k]
             .as_str()
             .map(str::to_string)
-            .ok_or_else(|| format!("job payload lacks {k}"))
+            .ok_or_else(|| ApiError::validation(format!("job payload lacks {k}")))
     };
     match job.kind.as_str() {
         EXTRACT => extract_step(app, &id("document_id")?, job.attempts).await,
         OPTIMIZE => optimize_step(app, &id("document_id")?).await,
         SYNC_GENIE => sync_genie(app, &id("genie_id")?).await,
-        other => Err(format!("unknown job kind '{other}'")),
+        other => Err(ApiError::new(
+            Kind::Internal,
+            format!("unknown job kind '{other}'"),
+        )),
     }
 }
 
-fn db_err(e: ApiError) -> String {
-    e.message
-}
-
-async fn load(app: &AppState, id: &str) -> Result<Option<Document>, String> {
+async fn load(app: &AppState, id: &str) -> ApiResult<Option<Document>> {
     let id = id.to_string();
-    app.db
-        .read(move |c| Ok(docs::get_any(c, &id)?))
-        .await
-        .map_err(db_err)
+    app.db.read(move |c| Ok(docs::get_any(c, &id)?)).await
 }
 
 async fn read_file(app: &AppState, hash: Option<String>) -> Result<Vec<u8>, FetchError> {
@@ -188,7 +187,7 @@ async fn source_text(app: &AppState, d: &Document) -> Result<String, FetchError>
     }
 }
 
-async fn extract_step(app: &AppState, id: &str, attempts: i64) -> Result<(), String> {
+async fn extract_step(app: &AppState, id: &str, attempts: i64) -> ApiResult<()> {
     let Some(d) = load(app, id).await? else {
         return Ok(());
     };
@@ -200,7 +199,9 @@ async fn extract_step(app: &AppState, id: &str, attempts: i64) -> Result<(), Str
             return fail(app, id, "no text could be extracted from the source").await;
         }
         Ok(t) => t,
-        Err(FetchError::Transient(m)) if attempts < MAX_FETCH_ATTEMPTS => return Err(m),
+        Err(FetchError::Transient(m)) if attempts < MAX_FETCH_ATTEMPTS => {
+            return Err(ApiError::upstream(m));
+        }
         Err(e) => return fail(app, id, e.message()).await,
     };
     let store = super::store(app);
@@ -227,15 +228,14 @@ async fn extract_step(app: &AppState, id: &str, attempts: i64) -> Result<(), Str
             )?;
             Ok(cur.content_hash.filter(|old| *old != hash))
         })
-        .await
-        .map_err(db_err)?;
+        .await?;
     app.wake_jobs();
     // The replaced text's file goes only now that the record no longer names it.
     store.collect(&app.db, unused.into_iter().collect()).await;
     Ok(())
 }
 
-async fn optimize_step(app: &AppState, id: &str) -> Result<(), String> {
+async fn optimize_step(app: &AppState, id: &str) -> ApiResult<()> {
     let Some(d) = load(app, id).await? else {
         return Ok(());
     };
@@ -250,10 +250,7 @@ async fn optimize_step(app: &AppState, id: &str) -> Result<(), String> {
     if clean.is_empty() {
         return fail(app, id, "no text was left after removing boilerplate").await;
     }
-    finalize(app, &d, clean)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.message)
+    finalize(app, &d, clean).await.map(|_| ())
 }
 
 /// The error of a document whose pipeline step the process died in every time it ran.
@@ -278,7 +275,7 @@ pub fn crashed_too_often(c: &Connection, job: &Job) -> rusqlite::Result<()> {
 }
 
 /// Marks the document failed with a readable error and tells the bus.
-async fn fail(app: &AppState, id: &str, error: &str) -> Result<(), String> {
+async fn fail(app: &AppState, id: &str, error: &str) -> ApiResult<()> {
     let (id2, err) = (id.to_string(), error.to_string());
     let d = app
         .db
@@ -286,8 +283,7 @@ async fn fail(app: &AppState, id: &str, error: &str) -> Result<(), String> {
             docs::set_status(c, &id2, "failed", Some(&err))?;
             Ok(docs::get_any(c, &id2)?)
         })
-        .await
-        .map_err(db_err)?;
+        .await?;
     if let Some(d) = d {
         tracing::info!(document = %d.id, error, "document failed");
         app.bus.emit(Event::new(
@@ -375,11 +371,11 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
 }
 
 /// Pushes one genie's full document list to the provider (no-op without an external agent).
-pub async fn sync_genie(app: &AppState, genie_id: &str) -> Result<(), String> {
+pub async fn sync_genie(app: &AppState, genie_id: &str) -> ApiResult<()> {
     match crate::service::genies::sync_agent_documents(app, genie_id).await {
         // A genie deleted since the push was queued has nothing left to push.
-        Err(e) if e.is(crate::error::Kind::AgentNotFound) => Ok(()),
-        other => other.map_err(|e| e.message),
+        Err(e) if e.is(Kind::AgentNotFound) => Ok(()),
+        other => other,
     }
 }
 

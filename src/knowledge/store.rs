@@ -109,13 +109,7 @@ impl Store {
     /// another process on the same data directory.
     pub fn sweep(&self, db: &Db) -> ApiResult<usize> {
         db.write_blocking(|c| {
-            let mut st = c.prepare(
-                "SELECT original_hash FROM documents WHERE original_hash IS NOT NULL
-                 UNION SELECT content_hash FROM documents WHERE content_hash IS NOT NULL",
-            )?;
-            let used: std::collections::HashSet<String> = st
-                .query_map([], |r| r.get::<_, String>(0))?
-                .collect::<rusqlite::Result<_>>()?;
+            let used = db::documents::stored_hashes(c)?;
             let mut removed = 0;
             let Ok(dirs) = std::fs::read_dir(&self.dir) else {
                 return Ok(0);

@@ -314,10 +314,10 @@ pub async fn analyze(app: &AppState, by: By, id: &str, create_lead: bool) -> Api
 
 /// The `conversation.report` job: mails the conversation's report to its genie's support
 /// emails (or records it as a dashboard notification; see `mail`).
-pub async fn report_job(app: &AppState, payload: &Value) -> Result<(), String> {
+pub async fn report_job(app: &AppState, payload: &Value) -> ApiResult<()> {
     let id = payload["conversation_id"]
         .as_str()
-        .ok_or("payload has no conversation_id")?
+        .ok_or_else(|| ApiError::validation("payload has no conversation_id"))?
         .to_string();
     let found = app
         .db
@@ -331,8 +331,7 @@ pub async fn report_job(app: &AppState, payload: &Value) -> Result<(), String> {
             };
             Ok(Some((conv, genie)))
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     // Deleted since, or reports switched off since: nothing to send.
     let Some((conv, Some(genie))) = found else {
         return Ok(());
@@ -368,17 +367,16 @@ pub async fn report_job(app: &AppState, payload: &Value) -> Result<(), String> {
         summary,
         transcript
     );
-    crate::mail::send(
-        app,
-        &conv.user_id,
-        &genie.support_emails,
-        &subject,
-        &body,
-        "conversation_report",
-        json!({"conversation_id": conv.id, "genie_id": genie.id}),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    app.mail
+        .send(
+            &conv.user_id,
+            &genie.support_emails,
+            &subject,
+            &body,
+            "conversation_report",
+            json!({"conversation_id": conv.id, "genie_id": genie.id}),
+        )
+        .await?;
     Ok(())
 }
 

@@ -38,20 +38,17 @@ pub async fn lock_genie(id: &str) -> tokio::sync::OwnedMutexGuard<()> {
 
 /// The `genie.cleanup` job: releases the numbers, then deletes the agent. Both steps are
 /// idempotent, so a retry after a partial success is safe.
-pub async fn run_cleanup(app: &AppState, payload: &Value) -> Result<(), String> {
+pub async fn run_cleanup(app: &AppState, payload: &Value) -> ApiResult<()> {
     for n in payload["number_ids"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
     {
-        app.voice
-            .release_number(n)
-            .await
-            .map_err(|e| e.to_string())?;
+        app.voice.release_number(n).await?;
     }
     if let Some(a) = payload["agent_id"].as_str() {
-        app.voice.delete_agent(a).await.map_err(|e| e.to_string())?;
+        app.voice.delete_agent(a).await?;
     }
     Ok(())
 }

@@ -5,7 +5,6 @@
 //! makes handing one out twice impossible, and a released number returns to the pool.
 
 use async_trait::async_trait;
-use rusqlite::{OptionalExtension, params};
 use serde_json::{Value, json};
 
 use super::*;
@@ -99,25 +98,18 @@ impl LocalProvider {
     /// genie page. `turns` is the transcript; the conversation then shows up in
     /// `list_conversations` / `get_conversation` like one from an external platform.
     pub async fn record_conversation(&self, detail: ConversationDetail) -> ProviderResult<()> {
+        let row = db::voice_local::Conversation {
+            transcript: serde_json::to_string(&detail.transcript).map_err(ApiError::from)?,
+            conversation_id: detail.conversation_id,
+            agent_id: detail.agent_id,
+            status: detail.status,
+            start_time_unix: detail.start_time_unix_secs,
+            duration_secs: detail.call_duration_secs,
+            summary: detail.summary,
+            metadata: detail.metadata,
+        };
         self.db
-            .write(move |c| {
-                c.execute(
-                    "INSERT OR REPLACE INTO voice_local_conversations
-                     (conversation_id, agent_id, status, start_time_unix, duration_secs, transcript, summary, metadata)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    params![
-                        detail.conversation_id,
-                        detail.agent_id,
-                        detail.status,
-                        detail.start_time_unix_secs,
-                        detail.call_duration_secs,
-                        serde_json::to_string(&detail.transcript)?,
-                        detail.summary,
-                        detail.metadata.to_string()
-                    ],
-                )?;
-                Ok(())
-            })
+            .write(move |c| Ok(db::voice_local::put_conversation(c, &row)?))
             .await?;
         Ok(())
     }
@@ -127,19 +119,7 @@ impl LocalProvider {
         let id = agent_id.to_string();
         Ok(self
             .db
-            .read(move |c| {
-                Ok(c.query_row(
-                    "SELECT spec, knowledge_base FROM voice_local_agents WHERE agent_id = ?1",
-                    [&id],
-                    |r| {
-                        Ok((
-                            db::json_col(r.get(0)?, json!({})),
-                            db::json_col(r.get(1)?, json!([])),
-                        ))
-                    },
-                )
-                .optional()?)
-            })
+            .read(move |c| Ok(db::voice_local::agent(c, &id)?))
             .await?)
     }
 }
@@ -159,12 +139,9 @@ impl VoiceProvider for LocalProvider {
         );
         self.db
             .write(move |c| {
-                let now = db::now();
-                c.execute(
-                    "INSERT INTO voice_local_agents (agent_id, spec, knowledge_base, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)",
-                    params![agent_id, spec_json, kb, now],
-                )?;
-                Ok(())
+                Ok(db::voice_local::insert_agent(
+                    c, &agent_id, &spec_json, &kb,
+                )?)
             })
             .await?;
         Ok(id)
@@ -177,12 +154,7 @@ impl VoiceProvider for LocalProvider {
         );
         let n = self
             .db
-            .write(move |c| {
-                Ok(c.execute(
-                    "UPDATE voice_local_agents SET spec = ?2, updated_at = ?3 WHERE agent_id = ?1",
-                    params![id, spec_json, db::now()],
-                )?)
-            })
+            .write(move |c| Ok(db::voice_local::set_agent_spec(c, &id, &spec_json)?))
             .await?;
         if n == 0 {
             Err(not_found("agent", agent_id))
@@ -194,10 +166,7 @@ impl VoiceProvider for LocalProvider {
     async fn delete_agent(&self, agent_id: &str) -> ProviderResult<()> {
         let id = agent_id.to_string();
         self.db
-            .write(move |c| {
-                c.execute("DELETE FROM voice_local_agents WHERE agent_id = ?1", [&id])?;
-                Ok(())
-            })
+            .write(move |c| Ok(db::voice_local::delete_agent(c, &id)?))
             .await?;
         Ok(())
     }
@@ -206,12 +175,7 @@ impl VoiceProvider for LocalProvider {
         let (id, kb) = (agent_id.to_string(), json!(docs).to_string());
         let n = self
             .db
-            .write(move |c| {
-                Ok(c.execute(
-                    "UPDATE voice_local_agents SET knowledge_base = ?2, updated_at = ?3 WHERE agent_id = ?1",
-                    params![id, kb, db::now()],
-                )?)
-            })
+            .write(move |c| Ok(db::voice_local::set_agent_knowledge_base(c, &id, &kb)?))
             .await?;
         if n == 0 {
             Err(not_found("agent", agent_id))
@@ -224,13 +188,7 @@ impl VoiceProvider for LocalProvider {
         let id = local_id("kb");
         let (doc_id, name, text) = (id.clone(), name.to_string(), text.to_string());
         self.db
-            .write(move |c| {
-                c.execute(
-                    "INSERT INTO voice_local_documents (id, name, text, created_at) VALUES (?1, ?2, ?3, ?4)",
-                    params![doc_id, name, text, db::now()],
-                )?;
-                Ok(())
-            })
+            .write(move |c| Ok(db::voice_local::insert_document(c, &doc_id, &name, &text)?))
             .await?;
         Ok(id)
     }
@@ -238,10 +196,7 @@ impl VoiceProvider for LocalProvider {
     async fn delete_document(&self, doc_id: &str) -> ProviderResult<()> {
         let id = doc_id.to_string();
         self.db
-            .write(move |c| {
-                c.execute("DELETE FROM voice_local_documents WHERE id = ?1", [&id])?;
-                Ok(())
-            })
+            .write(move |c| Ok(db::voice_local::delete_document(c, &id)?))
             .await?;
         Ok(())
     }
@@ -255,26 +210,25 @@ impl VoiceProvider for LocalProvider {
         let (agent, label) = (agent_id.to_string(), label.to_string());
         self.db
             .write(move |c| {
-                let exists: bool =
-                    c.query_row("SELECT EXISTS(SELECT 1 FROM voice_local_agents WHERE agent_id = ?1)", [&agent], |r| r.get(0))?;
-                if !exists {
+                if !db::voice_local::agent_exists(c, &agent)? {
                     return Ok(Err(not_found("agent", &agent)));
                 }
-                let mut taken = c.prepare_cached("SELECT EXISTS(SELECT 1 FROM voice_local_numbers WHERE number = ?1)")?;
                 for range in &pool {
                     for number in range.numbers() {
-                        if taken.query_row([&number], |r| r.get::<_, bool>(0))? {
+                        if db::voice_local::number_taken(c, &number)? {
                             continue;
                         }
                         let external_id = local_id("phnum_");
-                        c.execute(
-                            "INSERT INTO voice_local_numbers (number, external_id, agent_id, label, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                            params![number, external_id, agent, label, db::now()],
-                        )?;
-                        return Ok(Ok(ProvisionedNumber { number, external_id }));
+                        db::voice_local::insert_number(c, &number, &external_id, &agent, &label)?;
+                        return Ok(Ok(ProvisionedNumber {
+                            number,
+                            external_id,
+                        }));
                     }
                 }
-                Ok(Err(ProviderError::new("the phone number pool is exhausted; widen --phone-pool or release a number")))
+                Ok(Err(ProviderError::new(
+                    "the phone number pool is exhausted; widen --phone-pool or release a number",
+                )))
             })
             .await?
     }
@@ -282,13 +236,7 @@ impl VoiceProvider for LocalProvider {
     async fn release_number(&self, external_id: &str) -> ProviderResult<()> {
         let id = external_id.to_string();
         self.db
-            .write(move |c| {
-                c.execute(
-                    "DELETE FROM voice_local_numbers WHERE external_id = ?1",
-                    [&id],
-                )?;
-                Ok(())
-            })
+            .write(move |c| Ok(db::voice_local::delete_number(c, &id)?))
             .await?;
         Ok(())
     }
@@ -305,27 +253,26 @@ impl VoiceProvider for LocalProvider {
         const PAGE: usize = 100;
         // The cursor is the last conversation id of the previous page (ordered by id).
         let (agent, after) = (agent_id.to_string(), cursor.unwrap_or("").to_string());
-        let mut rows = self
+        let mut rows: Vec<ConversationSummary> = self
             .db
             .read(move |c| {
-                let mut st = c.prepare_cached(
-                    "SELECT conversation_id, agent_id, start_time_unix, duration_secs, status FROM voice_local_conversations
-                     WHERE agent_id = ?1 AND conversation_id > ?2 ORDER BY conversation_id LIMIT ?3",
-                )?;
-                let rows = st
-                    .query_map(params![agent, after, (PAGE + 1) as i64], |r| {
-                        Ok(ConversationSummary {
-                            conversation_id: r.get(0)?,
-                            agent_id: r.get(1)?,
-                            start_time_unix_secs: r.get(2)?,
-                            call_duration_secs: r.get(3)?,
-                            status: r.get(4)?,
-                        })
-                    })?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(rows)
+                Ok(db::voice_local::list_conversations(
+                    c,
+                    &agent,
+                    &after,
+                    (PAGE + 1) as i64,
+                )?)
             })
-            .await?;
+            .await?
+            .into_iter()
+            .map(|r| ConversationSummary {
+                conversation_id: r.conversation_id,
+                agent_id: r.agent_id,
+                start_time_unix_secs: r.start_time_unix,
+                call_duration_secs: r.duration_secs,
+                status: r.status,
+            })
+            .collect();
         let more = rows.len() > PAGE;
         rows.truncate(PAGE);
         let next_cursor = if more {
@@ -343,28 +290,19 @@ impl VoiceProvider for LocalProvider {
         let id = conversation_id.to_string();
         let found = self
             .db
-            .read(move |c| {
-                Ok(c.query_row(
-                    "SELECT conversation_id, agent_id, status, start_time_unix, duration_secs, transcript, summary, metadata
-                     FROM voice_local_conversations WHERE conversation_id = ?1",
-                    [&id],
-                    |r| {
-                        Ok(ConversationDetail {
-                            conversation_id: r.get(0)?,
-                            agent_id: r.get(1)?,
-                            status: r.get(2)?,
-                            start_time_unix_secs: r.get(3)?,
-                            call_duration_secs: r.get(4)?,
-                            transcript: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
-                            summary: r.get(6)?,
-                            metadata: db::json_col(r.get(7)?, json!({})),
-                        })
-                    },
-                )
-                .optional()?)
-            })
+            .read(move |c| Ok(db::voice_local::get_conversation(c, &id)?))
             .await?;
-        found.ok_or_else(|| not_found("conversation", conversation_id))
+        let r = found.ok_or_else(|| not_found("conversation", conversation_id))?;
+        Ok(ConversationDetail {
+            conversation_id: r.conversation_id,
+            agent_id: r.agent_id,
+            status: r.status,
+            start_time_unix_secs: r.start_time_unix,
+            call_duration_secs: r.duration_secs,
+            transcript: serde_json::from_str(&r.transcript).unwrap_or_default(),
+            summary: r.summary,
+            metadata: r.metadata,
+        })
     }
 }
 

@@ -9,60 +9,15 @@ pub mod runner;
 pub mod scheduler;
 pub mod tools;
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::{Notify, Semaphore, watch};
-use tokio::task::AbortHandle;
+use tokio::sync::watch;
 
-use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::ApiResult;
 use crate::events::Event;
-use crate::secrets::Secrets;
 use crate::state::AppState;
-
-/// Run-time state of worker genies, one per process (a field of `AppInner`).
-pub struct Workers {
-    /// Wakes the executor after a run was queued or a slot freed.
-    pub notify: Notify,
-    slots: Arc<Semaphore>,
-    running: Mutex<HashMap<String, AbortHandle>>,
-    pub(crate) scheduler: tokio::sync::Mutex<Option<scheduler::Scheduler>>,
-    /// The credential master key in use, and where it lives on disk (re-read when a
-    /// ciphertext does not open, so a `rotate-master-key` while serving is picked up).
-    pub(crate) master_key: RwLock<[u8; 32]>,
-    pub key_path: PathBuf,
-}
-
-impl Workers {
-    pub fn new(config: &Config, secrets: &Secrets) -> Workers {
-        Workers {
-            notify: Notify::new(),
-            slots: Arc::new(Semaphore::new(config.worker_concurrency.max(1))),
-            running: Mutex::new(HashMap::new()),
-            scheduler: tokio::sync::Mutex::new(None),
-            master_key: RwLock::new(secrets.master_key),
-            key_path: credentials::key_path(config),
-        }
-    }
-
-    /// Aborts the task of a running run, if this process runs it.
-    pub fn abort(&self, run_id: &str) {
-        if let Some(h) = self
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(run_id)
-        {
-            h.abort();
-        }
-        self.notify.notify_one();
-    }
-}
 
 /// At start: runs a previous process left `running` are failed with a clear error.
 pub fn recover(db: &Db) -> anyhow::Result<()> {

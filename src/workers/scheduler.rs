@@ -13,15 +13,10 @@ use std::sync::Arc;
 use croner::parser::{CronParser, Seconds};
 use serde_json::json;
 use tokio_cron_scheduler::{Job, JobScheduler};
-use uuid::Uuid;
 
 use crate::db;
 use crate::state::{AppInner, AppState};
-
-pub(crate) struct Scheduler {
-    sched: JobScheduler,
-    jobs: HashMap<String, Uuid>,
-}
+use crate::worker_pool::Scheduler;
 
 /// The scheduler's form of a user's expression, or a message naming the problem.
 pub fn to_cron(expr: &str, allow_seconds: bool) -> Result<String, String> {

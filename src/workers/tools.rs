@@ -482,7 +482,10 @@ async fn notify_owner(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
         .await
         .map_err(|e| e.message)?;
     let email = match owner {
-        Some(u) => crate::mail::email_only(&ctx.app, &u.id, &u.email, &title, &body)
+        Some(u) => ctx
+            .app
+            .mail
+            .email_only(&u.id, &u.email, &title, &body)
             .await
             .map_err(|e| e.message)?,
         None => None,

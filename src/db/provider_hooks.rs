@@ -1,0 +1,23 @@
+//! `provider_hook_receipts`: the signatures of provider webhook calls already received, so
+//! a replayed call is refused.
+
+use rusqlite::Connection;
+
+/// Forgets receipts older than `before` (past the signature's age limit nothing can be
+/// replayed), then records `signature_hash`; false when it was already recorded.
+pub fn record_receipt(
+    c: &Connection,
+    signature_hash: &str,
+    before: &str,
+    now: &str,
+) -> rusqlite::Result<bool> {
+    c.execute(
+        "DELETE FROM provider_hook_receipts WHERE received_at < ?1",
+        [before],
+    )?;
+    let n = c.execute(
+        "INSERT OR IGNORE INTO provider_hook_receipts (signature_hash, received_at) VALUES (?1, ?2)",
+        [signature_hash, now],
+    )?;
+    Ok(n == 1)
+}
