@@ -77,7 +77,7 @@ function bars(stats) {
       h('svg:text', { x: 0, y: i * row + 19, class: 'label' }, s),
       h('svg:rect', { x: 90, y: i * row + 6, height: 18, width: Math.max(2, ((by[s] || 0) / max) * 260), class: 'bar ' + s }),
       h('svg:text', { x: 95 + Math.max(2, ((by[s] || 0) / max) * 260), y: i * row + 19, class: 'value' }, String(by[s] || 0)))));
-  return h('div', {}, svg, h('p', { class: 'muted' }, `${stats.total} leads in all`));
+  return h('div', {}, svg, h('p', { class: 'muted' }, `${stats.total} ${stats.total === 1 ? 'lead' : 'leads'} in all`));
 }
 
 function leadFields(genies, l = {}) {

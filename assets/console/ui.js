@@ -97,6 +97,8 @@ export function toast(msg, kind = 'ok') {
   }
   const t = h('div', { class: 'toast ' + kind, role: kind === 'error' ? 'alert' : 'status' }, msg);
   region.append(t);
+  // At most three at once: the oldest goes first.
+  while (region.children.length > 3) region.firstElementChild.remove();
   setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
 }
 

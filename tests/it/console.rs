@@ -415,6 +415,7 @@ async fn screenshots(page: &mut Page, genie_id: &str) {
         ("genie", format!("genies/{genie_id}")),
         ("documents", "documents".to_string()),
         ("leads", "leads".to_string()),
+        ("lead", "leads/1".to_string()),
         ("keys", "keys".to_string()),
         ("conversations", "conversations".to_string()),
     ];
@@ -434,6 +435,7 @@ async fn screenshots(page: &mut Page, genie_id: &str) {
                 dispatchEvent(new PopStateEvent('popstate'));
                 await until(() => ready() && ready() !== b && !$('.loading'), 'the {name} page');
                 await until(() => !$('img.qr') || $('img.qr').complete, 'images');
+                if ($('#toasts')) $('#toasts').replaceChildren();
                 window.scrollTo(0, 0);
                 return true;
             "#
