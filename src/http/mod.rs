@@ -3,6 +3,7 @@
 //! JSON error envelope: `fix_envelope` rewrites any non-JSON error a layer or axum made.
 
 pub mod auth_routes;
+pub mod console;
 pub mod envelope;
 pub mod hooks;
 pub mod openapi;
@@ -48,6 +49,7 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
         .route("/v1/{resource}/{id}", get(rest::get).patch(rest::update).delete(rest::delete))
         .route("/v1/{resource}/{id}/{action}", post(rest::action))
         .merge(public_page::routes())
+        .merge(console::routes())
         .merge(upload::routes())
         .merge(hooks::routes())
         .merge(extra)

@@ -8,6 +8,7 @@ mod api_keys;
 mod architecture;
 mod auth;
 mod cli;
+mod console;
 mod conversations;
 mod document_folders;
 mod documents;

@@ -318,8 +318,9 @@ impl Page {
     }
 
     /// Evaluates `expression` (awaiting it when it is a promise) and returns its value. The
-    /// page may still be navigating when the session attaches, which destroys the evaluation's
-    /// context: the expression is evaluated again until it runs in the loaded page.
+    /// page may still be navigating when the session attaches (or when the expression started a
+    /// navigation), which destroys the evaluation's context: the expression is evaluated again
+    /// until it runs in the loaded page.
     pub async fn evaluate(&mut self, expression: &str) -> Value {
         let end = Instant::now() + DEADLINE;
         loop {
@@ -329,9 +330,9 @@ impl Page {
                     json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
                 )
                 .await;
-            let navigating = v["error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("context was destroyed"));
+            let navigating = v["error"]["message"].as_str().is_some_and(|m| {
+                m.contains("context was destroyed") || m.contains("target navigated or closed")
+            });
             if navigating && Instant::now() < end {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;

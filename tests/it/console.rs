@@ -1,0 +1,458 @@
+//! The web console (`/console`): served from the binary with a strict CSP and small assets,
+//! and driven end to end in headless Chromium against the real service: the first admin signs
+//! in (a wrong password first), creates a genie (a validation message next to its field
+//! first), uploads a PDF by drag and drop and sees it reach `completed`, attaches it, creates
+//! a lead and changes its status (the stats chart follows), creates an API key (shown once,
+//! then gone), revokes it (a request with it is refused), and signs out.
+//!
+//! `GENIED_CONSOLE_SCREENSHOTS=1 cargo test console` also writes the screenshots under
+//! `docs/console/` (1280 and 390 px wide).
+
+use std::path::Path;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::browser::{Browser, Page};
+use crate::common::documents::b64;
+use crate::common::fixtures;
+use crate::common::*;
+
+const ASSETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/console");
+
+/// Helpers every script starts with. `until` polls a condition (25 ms apart) up to a
+/// deadline, and fails with the page's text; nothing waits for a fixed time.
+const PRELUDE: &str = r#"
+const wait = (ms) => new Promise(r => setTimeout(r, ms));
+const until = async (fn, what, ms = 60000) => {
+  const end = Date.now() + ms;
+  for (;;) {
+    let v = null;
+    try { v = fn(); } catch (e) { v = null; }
+    if (v) return v;
+    if (Date.now() > end) throw new Error('timed out waiting for ' + what + '; page: ' + (document.body ? document.body.innerText.slice(0, 3000) : ''));
+    await wait(25);
+  }
+};
+const $ = (s) => document.querySelector(s);
+const $$ = (s) => [...document.querySelectorAll(s)];
+const set = (el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); };
+const ready = () => $('#main') && $('#main').dataset.ready;
+const settle = async (act, what) => { const b = ready(); await act(); return until(() => ready() && ready() !== b, what); };
+const go = (page) => settle(() => $('a[data-page="' + page + '"]').click(), 'the ' + page + ' page');
+const text = () => document.getElementById('main').innerText;
+"#;
+
+async fn run(page: &mut Page, body: &str) -> Value {
+    page.evaluate(&format!("(async () => {{ {PRELUDE}\n{body} }})()"))
+        .await
+}
+
+async fn run_str(page: &mut Page, body: &str) -> String {
+    let v = run(page, body).await;
+    v.as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("the script returned no string: {v}"))
+}
+
+fn asset_files() -> Vec<(String, u64)> {
+    let mut files: Vec<(String, u64)> = std::fs::read_dir(ASSETS)
+        .expect("assets/console")
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn console_files_stay_under_300_kb() {
+    let files = asset_files();
+    let total: u64 = files.iter().map(|(_, n)| n).sum();
+    eprintln!("console assets: {total} bytes in {} files", files.len());
+    assert!(
+        total < 300 * 1024,
+        "the console's files are {total} bytes, over the 300 KB budget: {files:?}"
+    );
+}
+
+#[tokio::test]
+async fn console_is_served_with_a_strict_csp_and_no_inline_script() {
+    let app = TestApp::spawn().await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+
+    let r = client.get(format!("{}/", app.base)).send().await.unwrap();
+    assert!(r.status().is_redirection(), "{}", r.status());
+    assert_eq!(r.headers()["location"], "/console");
+
+    for path in [
+        "/console",
+        "/console/",
+        "/console/leads/42",
+        "/console/genies",
+    ] {
+        let r = client
+            .get(format!("{}{path}", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let csp = r.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html")
+        );
+        for part in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "connect-src 'self'",
+            "frame-ancestors 'none'",
+        ] {
+            assert!(csp.contains(part), "{path}: {csp}");
+        }
+        assert!(!csp.contains("unsafe"), "{path}: {csp}");
+        let html = r.text().await.unwrap();
+        // Every script is a file of this origin: no inline code, no handler attributes.
+        for tag in html.split("<script").skip(1) {
+            let tag = tag.split('>').next().unwrap();
+            assert!(
+                tag.contains("src=\"/console/static/"),
+                "inline script in {html}"
+            );
+        }
+        assert!(
+            !html.contains("onclick=") && !html.contains("onload="),
+            "{html}"
+        );
+    }
+
+    // Every file of assets/console is served (a file left out of the list fails here).
+    for (name, len) in asset_files() {
+        if name == "index.html" {
+            continue;
+        }
+        let r = client
+            .get(format!("{}/console/static/{name}", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{name}");
+        assert!(
+            r.headers().contains_key("content-security-policy"),
+            "{name}"
+        );
+        assert_eq!(r.bytes().await.unwrap().len() as u64, len, "{name}");
+    }
+    let r = app
+        .request(Method::GET, "/console/static/nope.js", None, None)
+        .await;
+    r.err(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn the_first_admin_runs_genied_from_the_console_in_chromium() {
+    let app = TestApp::spawn().await;
+    // A fresh data directory, as `genied serve` starts it: the first admin's password is in
+    // secrets/initial-admin.txt.
+    genied::app::bootstrap_first_admin(&app.state)
+        .unwrap()
+        .expect("a fresh data directory gets a first admin");
+    let file = std::fs::read_to_string(app.dir.path().join("secrets/initial-admin.txt")).unwrap();
+    let password = file
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("password:"))
+        .unwrap()
+        .trim()
+        .to_string();
+
+    let browser = Browser::launch(&format!("{}/", app.base)).await;
+    let mut page = browser.page(&app.base).await;
+
+    // Wrong password: a clear message, still on the sign-in form.
+    let msg = run_str(&mut page, r#"
+        await until(() => location.pathname.startsWith('/console') && $('#signin'), 'the sign-in form');
+        set($('#signin [name=email]'), 'admin@localhost');
+        set($('#signin [name=password]'), 'not the password');
+        $('#signin').requestSubmit();
+        return await until(() => $('#signin-status').innerText.trim(), 'the sign-in error');
+    "#).await;
+    assert!(msg.contains("Wrong email or password"), "{msg}");
+
+    let signed_in = run(&mut page, &format!(r#"
+        set($('#signin [name=password]'), {password});
+        $('#signin').requestSubmit();
+        await until(() => ready() && $('#main h1') && $('#main h1').innerText === 'Genies', 'the genies page');
+        return {{ keys: Object.keys(localStorage), who: $('.who').innerText, empty: text() }};
+    "#, password = json!(password))).await;
+    assert_eq!(
+        signed_in["keys"],
+        json!(["genied.refresh_token"]),
+        "only the refresh token is stored: {signed_in}"
+    );
+    assert!(
+        signed_in["who"].as_str().unwrap().contains("Administrator"),
+        "{signed_in}"
+    );
+    assert!(
+        signed_in["empty"]
+            .as_str()
+            .unwrap()
+            .contains("No genies yet"),
+        "{signed_in}"
+    );
+
+    // A reload keeps the session (refresh token) and shows the page again: its
+    // time-to-interactive is printed, not asserted.
+    run(
+        &mut page,
+        "window.__old = true; setTimeout(() => location.reload(), 0); return true;",
+    )
+    .await;
+    let timing = run(&mut page, r#"
+        await until(() => !window.__old && ready() && $('#main h1').innerText === 'Genies', 'the genies page after a reload');
+        const nav = performance.getEntriesByType('navigation')[0];
+        return { interactive: window.__consoleInteractive, dcl: Math.round(nav.domContentLoadedEventEnd) };
+    "#).await;
+    eprintln!(
+        "console: genies page interactive {} ms after navigation start (DOMContentLoaded {} ms)",
+        timing["interactive"], timing["dcl"]
+    );
+
+    // Create a genie: an empty name is refused by the API, its message next to the field.
+    let genie = run(&mut page, r#"
+        $('#new-genie').click();
+        const f = await until(() => $('#genie-create'), 'the new genie form');
+        f.requestSubmit();
+        const err = await until(() => f.querySelector('[name=genieName]').closest('.field').querySelector('.field-error'), 'the name error');
+        const errText = err.innerText;
+        set(f.querySelector('[name=genieName]'), 'Front desk');
+        set(f.querySelector('[name=systemPrompt]'), 'You answer questions about our bakery.');
+        set(f.querySelector('[name=firstMessage]'), 'Hello! How can I help?');
+        f.requestSubmit();
+        await until(() => /^\/console\/genies\/[0-9a-f-]{36}$/.test(location.pathname) && ready() && $('#main h1').innerText === 'Front desk', 'the new genie page');
+        await until(() => $('img.qr') && $('img.qr').src.startsWith('blob:') && $('img.qr').complete && $('img.qr').naturalWidth > 0, 'the QR code');
+        return { id: location.pathname.split('/').pop(), errText, link: $('#page-link').href };
+    "#).await;
+    assert!(
+        genie["errText"]
+            .as_str()
+            .unwrap()
+            .contains("data.genieName"),
+        "{genie}"
+    );
+    assert!(
+        genie["link"].as_str().unwrap().contains("/g/front-desk-"),
+        "{genie}"
+    );
+    let genie_id = genie["id"].as_str().unwrap().to_string();
+
+    // Upload a PDF by drag and drop; its status refreshes by itself until `completed`.
+    let pdf = fixtures::pdf(None, &["Our bakery opens at seven. Sourdough on Fridays."]);
+    let status = run_str(&mut page, &format!(r#"
+        await go('documents');
+        const bytes = Uint8Array.from(atob({pdf}), c => c.charCodeAt(0));
+        const dt = new DataTransfer();
+        dt.items.add(new File([bytes], 'menu.pdf', {{ type: 'application/pdf' }}));
+        $('#drop').dispatchEvent(new DragEvent('drop', {{ dataTransfer: dt, bubbles: true, cancelable: true }}));
+        const cell = () => $('.doc-status[data-name="menu.pdf"]');
+        await until(() => cell() && ['completed', 'failed'].includes(cell().dataset.status), 'menu.pdf to be processed', 100000);
+        return cell().dataset.status + ' ' + cell().innerText;
+    "#, pdf = json!(b64(&pdf)))).await;
+    assert!(status.starts_with("completed"), "{status}");
+
+    // Attach it to the genie.
+    let attached = run_str(&mut page, r#"
+        await go('genies');
+        await settle(() => [...$$('#main a')].find(a => a.innerText === 'Front desk').click(), 'the genie page');
+        const sel = await until(() => $('#attach-doc'), 'the document picker');
+        set(sel, [...sel.options].find(o => o.text.startsWith('menu.pdf')).value);
+        $('#attach-btn').click();
+        return await until(() => !$('#attach-doc option:not([value=""])') && text().includes('Detach') && text(), 'the attached document');
+    "#).await;
+    assert!(attached.contains("menu.pdf"), "{attached}");
+    let r = app
+        .call(
+            &admin_token(&app).await,
+            "genies",
+            "get",
+            Some(json!(genie_id)),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["genie"]["documents"][0]["name"], "menu.pdf");
+
+    // A lead: created, its status changed, and the chart by status follows.
+    let chart = run(&mut page, r#"
+        await go('leads');
+        const count = (s) => Number($('#lead-stats g[data-status="' + s + '"]').dataset.count);
+        await until(() => $('#lead-stats g'), 'the chart');
+        const before = [count('new'), count('contacted')];
+        $('#new-lead').click();
+        const f = await until(() => $('#lead-create'), 'the new lead form');
+        set(f.querySelector('[name=agent_id]'), [...f.querySelector('[name=agent_id]').options].find(o => o.text === 'Front desk').value);
+        set(f.querySelector('[name=name]'), 'Ada Lovelace');
+        set(f.querySelector('[name=email]'), 'ada@example.com');
+        await settle(() => f.requestSubmit(), 'the lead page');
+        await until(() => $('#main h1').innerText === 'Ada Lovelace', 'the lead page');
+        set($('#lead-status'), 'contacted');
+        await until(() => $('#lead-log').innerText.includes('status_change'), 'the status change in the activity log');
+        await go('leads');
+        await until(() => $('#lead-stats g') && count('contacted') === 1, 'the chart to show one contacted lead');
+        return { before, after: [count('new'), count('contacted')], table: text() };
+    "#).await;
+    assert_eq!(chart["before"], json!([0, 0]), "{chart}");
+    assert_eq!(chart["after"], json!([0, 1]), "{chart}");
+    assert!(
+        chart["table"].as_str().unwrap().contains("Ada Lovelace"),
+        "{chart}"
+    );
+
+    // An API key: shown once, works, cleared from the page, revoked, then refused.
+    let key = run_str(&mut page, r#"
+        await go('keys');
+        set($('#key-form [name=name]'), 'CRM');
+        $('#key-form').requestSubmit();
+        const box = await until(() => $('#new-key-value') && $('#new-key-value').value.startsWith('svc_live_') && $('#new-key-value'), 'the new key');
+        const key = box.value;
+        $('#copy-key').click();
+        $('#key-done').click();
+        await until(() => !$('#new-key-value') && !document.body.innerHTML.includes(key), 'the key to leave the page');
+        return key;
+    "#).await;
+    let r = app
+        .request(Method::GET, "/v1/genies", Some(&key), None)
+        .await;
+    r.ok(200);
+    let revoked = run_str(&mut page, r#"
+        await until(() => $('button[data-key="CRM"]'), 'the revoke button');
+        $('button[data-key="CRM"]').click();
+        (await until(() => $('dialog[open] button.danger'), 'the confirmation')).click();
+        await until(() => !$('button[data-key="CRM"]') && text().includes('revoked'), 'the revoked key');
+        return text();
+    "#).await;
+    assert!(revoked.contains("revoked"), "{revoked}");
+    let r = app
+        .request(Method::GET, "/v1/genies", Some(&key), None)
+        .await;
+    r.err(401, "KEY_NOT_FOUND");
+
+    if std::env::var_os("GENIED_CONSOLE_SCREENSHOTS").is_some() {
+        screenshots(&mut page, &genie_id).await;
+    }
+
+    // Sign out: back to the sign-in form, nothing left in localStorage, the session ended.
+    let refresh = run_str(
+        &mut page,
+        "return localStorage.getItem('genied.refresh_token');",
+    )
+    .await;
+    let out = run(
+        &mut page,
+        r#"
+        $('#signout').click();
+        await until(() => $('#signin'), 'the sign-in form');
+        return Object.keys(localStorage);
+    "#,
+    )
+    .await;
+    assert_eq!(out, json!([]));
+    let r = app
+        .request(
+            Method::POST,
+            "/v1/auth/refresh",
+            None,
+            Some(json!({"refresh_token": refresh})),
+        )
+        .await;
+    r.err(401, "INVALID_TOKEN");
+    let log = browser.log();
+    assert!(
+        !log.contains(&key) && !log.contains(&password),
+        "a secret reached the browser log"
+    );
+}
+
+/// A session token of the first admin, for checks through the API.
+async fn admin_token(app: &TestApp) -> String {
+    let file = std::fs::read_to_string(app.dir.path().join("secrets/initial-admin.txt")).unwrap();
+    let password = file
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("password:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let r = app
+        .request(
+            Method::POST,
+            "/v1/auth/login",
+            None,
+            Some(json!({"email": "admin@localhost", "password": password})),
+        )
+        .await;
+    r.ok(200)["access_token"].as_str().unwrap().to_string()
+}
+
+/// PNGs of the main pages at 1280 and 390 px under docs/console/.
+async fn screenshots(page: &mut Page, genie_id: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pages = [
+        ("genies", "genies".to_string()),
+        ("genie", format!("genies/{genie_id}")),
+        ("documents", "documents".to_string()),
+        ("leads", "leads".to_string()),
+        ("lead", "leads/1".to_string()),
+        ("keys", "keys".to_string()),
+        ("conversations", "conversations".to_string()),
+    ];
+    for (width, height, mobile) in [(1280, 860, false), (390, 844, true)] {
+        page.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}),
+        )
+        .await;
+        for (name, path) in &pages {
+            run(
+                page,
+                &format!(
+                    r#"
+                const b = ready();
+                history.pushState(null, '', '/console/{path}');
+                dispatchEvent(new PopStateEvent('popstate'));
+                await until(() => ready() && ready() !== b && !$('.loading'), 'the {name} page');
+                await until(() => !$('img.qr') || $('img.qr').complete, 'images');
+                if ($('#toasts')) $('#toasts').replaceChildren();
+                window.scrollTo(0, 0);
+                return true;
+            "#
+                ),
+            )
+            .await;
+            let shot = page
+                .call("Page.captureScreenshot", json!({"format": "png"}))
+                .await;
+            let data = shot["result"]["data"].as_str().expect("a screenshot");
+            use base64::Engine;
+            let png = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap();
+            std::fs::write(dir.join(format!("{name}-{width}.png")), png).unwrap();
+        }
+    }
+    page.call("Emulation.clearDeviceMetricsOverride", json!({}))
+        .await;
+}
