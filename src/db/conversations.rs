@@ -3,11 +3,19 @@
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{json_col, new_id, now};
-use crate::voice::Turn;
+
+/// One line of a transcript, as providers report it and as it is stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Turn {
+    /// `user` or `agent`.
+    pub role: String,
+    pub message: String,
+    pub time_in_call_secs: f64,
+}
 
 /// Statuses a conversation can have (the voice platform's vocabulary).
 pub const STATUSES: &[&str] = &["initiated", "in-progress", "processing", "done", "failed"];

@@ -2,6 +2,7 @@
 //! source format, same-site crawling, and the durable pipeline that moves a document from
 //! `pending_extraction` through `pending_optimization` to `completed` (or `failed`).
 
+pub mod agents;
 pub mod crawl;
 pub mod extract;
 pub mod pipeline;

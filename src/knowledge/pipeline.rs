@@ -372,7 +372,7 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
 
 /// Pushes one genie's full document list to the provider (no-op without an external agent).
 pub async fn sync_genie(app: &AppState, genie_id: &str) -> ApiResult<()> {
-    match crate::service::genies::sync_agent_documents(app, genie_id).await {
+    match super::agents::sync_agent_documents(app, genie_id).await {
         // A genie deleted since the push was queued has nothing left to push.
         Err(e) if e.is(Kind::AgentNotFound) => Ok(()),
         other => other,

@@ -79,13 +79,7 @@ pub struct ConversationPage {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Turn {
-    /// `user` or `agent`.
-    pub role: String,
-    pub message: String,
-    pub time_in_call_secs: f64,
-}
+pub use crate::db::conversations::Turn;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ConversationDetail {

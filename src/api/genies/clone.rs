@@ -10,7 +10,8 @@ use crate::db;
 use crate::db::genies::{self as repo, GenieRow};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
-use crate::service::genies::{self, kb_refs};
+use crate::knowledge::agents::kb_refs;
+use crate::service::genies;
 
 pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;

@@ -5,13 +5,11 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::checks::{DEFAULT_LLM, non_empty, object, positive_f, positive_i, range, turn_mode};
 use super::settings::{P_LANG, P_SIM, P_SPEED, P_STAB, apply_settings, deep_merge, set_path};
 use crate::api::double_option;
 use crate::db::genies::GenieRow;
 use crate::error::{ApiError, ApiResult};
-
-pub const DEFAULT_LLM: &str = "gemini-3-flash-preview";
-const TURN_MODES: &[&str] = &["silence", "turn"];
 
 /// `create` data (camelCase, as the spec's field table). Unknown members are ignored.
 #[derive(Deserialize, Default, Debug, schemars::JsonSchema)]
@@ -203,51 +201,6 @@ pub fn check_name(field: &str, name: &str) -> ApiResult<String> {
     Ok(n.to_string())
 }
 
-pub(super) fn range(field: &str, v: f64, lo: f64, hi: f64) -> ApiResult<f64> {
-    if !v.is_finite() || v < lo || v > hi {
-        return Err(ApiError::validation(format!(
-            "{field} must be between {lo} and {hi}"
-        )));
-    }
-    Ok(v)
-}
-
-pub(super) fn positive_i(field: &str, v: i64) -> ApiResult<i64> {
-    if v <= 0 {
-        return Err(ApiError::validation(format!(
-            "{field} must be a positive integer"
-        )));
-    }
-    Ok(v)
-}
-
-pub(super) fn positive_f(field: &str, v: f64) -> ApiResult<f64> {
-    if !v.is_finite() || v <= 0.0 {
-        return Err(ApiError::validation(format!(
-            "{field} must be a positive number"
-        )));
-    }
-    Ok(v)
-}
-
-pub(super) fn non_empty(field: &str, v: &str) -> ApiResult<String> {
-    let t = v.trim();
-    if t.is_empty() {
-        return Err(ApiError::validation(format!("{field} must not be empty")));
-    }
-    Ok(t.to_string())
-}
-
-pub(super) fn turn_mode(field: &str, v: &str) -> ApiResult<String> {
-    if !TURN_MODES.contains(&v) {
-        return Err(ApiError::validation(format!(
-            "{field} must be one of: {}",
-            TURN_MODES.join(", ")
-        )));
-    }
-    Ok(v.to_string())
-}
-
 fn emails(field: &str, list: &[String]) -> ApiResult<Value> {
     let mut out = Vec::new();
     for (i, e) in list.iter().enumerate() {
@@ -277,13 +230,6 @@ pub fn check_slug(field: &str, s: &str) -> ApiResult<String> {
         )));
     }
     Ok(s.to_string())
-}
-
-pub(super) fn object(field: &str, v: &Value) -> ApiResult<()> {
-    if !v.is_object() {
-        return Err(ApiError::validation(format!("{field} must be an object")));
-    }
-    Ok(())
 }
 
 // ---- applying requests ---------------------------------------------------------------

@@ -68,7 +68,7 @@ async fn create_row(app: &AppState, owner: &str, body: &CreateGenie) -> ApiResul
 
 pub(super) async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
-    let _guard = genies::lock_genie(&id).await;
+    let _guard = crate::knowledge::agents::lock_genie(&id).await;
     let row = load_manageable(ctx, &id).await?;
     genies::delete(&ctx.app, &row).await?;
     Ok(Reply::deleted(&id).summary(format!("deleted genie '{}'", row.name)))

@@ -8,6 +8,7 @@
 //! with `db::genies::can_read_genie` / `can_manage_genie`.
 
 pub(crate) mod assign;
+mod checks;
 mod clone;
 pub mod input;
 mod lifecycle;

@@ -7,7 +7,8 @@ use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies::{self as repo, PhoneRow};
 use crate::error::{ApiError, ApiResult};
-use crate::service::genies::{cleanup_or_queue, lock_genie, phone_unsupported};
+use crate::knowledge::agents::lock_genie;
+use crate::service::genies::{cleanup_or_queue, phone_unsupported};
 
 pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;

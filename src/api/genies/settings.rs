@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::input::{DEFAULT_LLM, non_empty, object, positive_f, positive_i, range, turn_mode};
+use super::checks::{DEFAULT_LLM, non_empty, object, positive_f, positive_i, range, turn_mode};
 use crate::db::genies::GenieRow;
 use crate::error::{ApiError, ApiResult};
 use crate::voice::{AgentSpec, KbDocRef};

@@ -9,7 +9,7 @@ use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies as repo;
 use crate::error::{ApiError, ApiResult};
-use crate::service::genies::{kb_refs, lock_genie};
+use crate::knowledge::agents::{kb_refs, lock_genie};
 
 pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;

@@ -48,7 +48,7 @@ async fn clone_copies_documents_and_group_but_not_the_phone() {
         })
         .await
         .unwrap();
-    genied::service::genies::sync_agent_documents(&app.state, &id)
+    genied::knowledge::agents::sync_agent_documents(&app.state, &id)
         .await
         .unwrap();
     let agent = local_agent(&app, &external_id(&app, &id).await)

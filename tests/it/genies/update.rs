@@ -183,7 +183,7 @@ async fn document_sync_reaches_elevenlabs() {
         })
         .await
         .unwrap();
-    genied::service::genies::sync_agent_documents(&app.state, &id)
+    genied::knowledge::agents::sync_agent_documents(&app.state, &id)
         .await
         .unwrap();
     let patch = fake
@@ -207,7 +207,7 @@ async fn document_sync_reaches_elevenlabs() {
     assert_eq!(docs.len(), 3);
     assert_eq!(docs[2]["is_active"], json!(false));
     fake.fail("update_agent", 500);
-    let e = genied::service::genies::sync_agent_documents(&app.state, &id)
+    let e = genied::knowledge::agents::sync_agent_documents(&app.state, &id)
         .await
         .unwrap_err();
     assert_eq!(e.code(), "UPSTREAM_ERROR");
