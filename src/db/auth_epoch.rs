@@ -4,7 +4,8 @@
 //! compare it on every request instead of trusting an entry for some time.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, TryLockError};
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -16,30 +17,62 @@ pub fn current(c: &Connection) -> rusqlite::Result<i64> {
     c.prepare_cached(SELECT)?.query_row([], |r| r.get(0))
 }
 
-/// A read-only connection of its own that answers "what is the epoch now" on the request
+/// Read-only connections of their own that answer "what is the epoch now" on the request
 /// path, where a cached authentication is about to be trusted.
 ///
-/// It runs on the async thread, unlike other SQL, because it cannot wait: `busy_timeout` is
-/// 0, so when SQLite cannot start a read at once (another connection is recovering the WAL)
-/// it answers `None` and the caller takes the slow path through the read pool. The check
-/// costs 5–15 µs of server CPU per request (README, Performance); through `db.read` it would
-/// cost the hop to a read thread on top (82 µs against 15 µs inline in a debug-build loop).
-pub struct EpochWatch(Mutex<Connection>);
+/// They run on the async threads, unlike other SQL, because they cannot wait: `busy_timeout`
+/// is 0, so when SQLite cannot start a read at once (another connection is recovering the
+/// WAL) the answer is `None` and the caller takes the slow path through the read pool. The
+/// check costs some 4,600 instructions (and two `fcntl` calls) per request (README,
+/// Performance); through `db.read` it would cost the hop to a read thread on top.
+///
+/// There are several connections, one per CPU at least, each behind its own lock, and a
+/// caller takes the first free one (`try_lock`): with a single connection every async
+/// thread queued on one mutex held across SQLite's work and two system calls, and a thread
+/// descheduled while holding it (a busy machine) stalled all the others.
+pub struct EpochWatch {
+    conns: Vec<Mutex<Connection>>,
+    next: AtomicUsize,
+}
 
 impl EpochWatch {
     pub fn open(path: &Path) -> rusqlite::Result<EpochWatch> {
-        let c = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        c.execute_batch("PRAGMA busy_timeout = 0;")?;
-        current(&c)?;
-        Ok(EpochWatch(Mutex::new(c)))
+        let n = std::thread::available_parallelism()
+            .map_or(2, std::num::NonZero::get)
+            .clamp(2, 16);
+        let conns = (0..n)
+            .map(|_| {
+                let c = Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                c.execute_batch("PRAGMA busy_timeout = 0;")?;
+                current(&c)?;
+                Ok(Mutex::new(c))
+            })
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(EpochWatch {
+            conns,
+            next: AtomicUsize::new(0),
+        })
     }
 
     /// The committed epoch, or `None` when SQLite could not answer without waiting.
     pub fn now(&self) -> Option<i64> {
-        let c = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.conns.len();
+        let free = (0..n).find_map(|i| match self.conns[(start + i) % n].try_lock() {
+            Ok(c) => Some(c),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        });
+        // All busy (more async threads than connections): wait for one.
+        let c = match free {
+            Some(c) => c,
+            None => self.conns[start % n]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        };
         match current(&c) {
             Ok(e) => Some(e),
             Err(e) => {

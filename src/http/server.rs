@@ -142,6 +142,11 @@ pub async fn run(
                 }
             }
         };
+        // Responses go out as soon as they are written: with Nagle's algorithm a response
+        // written in more than one piece waits for the client's delayed ACK (up to 40 ms).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, %peer, "could not set TCP_NODELAY");
+        }
         let watch = Arc::new(Watch::new());
         let service = ConnService {
             router: router.clone(),
