@@ -30,6 +30,30 @@ fn resolve(c: &Connection, scope: &Scope, refs: &[String]) -> ApiResult<Vec<Stri
     Ok(out)
 }
 
+/// Changes one genie's links in one write, with the genie checked first (`change` gets the
+/// connection, the scope and the genie id), then pushes its new list to the provider.
+async fn relink<F>(
+    app: &AppState,
+    scope: Scope,
+    admin: bool,
+    genie_id: &str,
+    change: F,
+) -> ApiResult<usize>
+where
+    F: FnOnce(&Connection, &Scope, &str) -> ApiResult<usize> + Send + 'static,
+{
+    let g2 = genie_id.to_string();
+    let n = app
+        .db
+        .write(move |c| {
+            let g = genie(c, &scope.user_id, admin, &g2)?;
+            change(c, &scope, &g)
+        })
+        .await?;
+    pipeline::push_genies(app, &[genie_id.to_string()]).await;
+    Ok(n)
+}
+
 /// Links the documents `refs` to the genie, skipping links that exist; returns how many
 /// were added.
 pub async fn attach(
@@ -39,23 +63,16 @@ pub async fn attach(
     genie_id: &str,
     refs: Vec<String>,
 ) -> ApiResult<usize> {
-    let g2 = genie_id.to_string();
-    let n = app
-        .db
-        .write(move |c| {
-            let g = genie(c, &scope.user_id, admin, &g2)?;
-            let ids = resolve(c, &scope, &refs)?;
-            let mut n = 0;
-            for id in ids {
-                if docs::link(c, &g, &id)? {
-                    n += 1;
-                }
+    relink(app, scope, admin, genie_id, move |c, scope, g| {
+        let mut n = 0;
+        for id in resolve(c, scope, &refs)? {
+            if docs::link(c, g, &id)? {
+                n += 1;
             }
-            Ok(n)
-        })
-        .await?;
-    pipeline::push_genies(app, &[genie_id.to_string()]).await;
-    Ok(n)
+        }
+        Ok(n)
+    })
+    .await
 }
 
 /// Unlinks the documents `refs` (ids or external ids) from the genie; returns how many
@@ -67,24 +84,18 @@ pub async fn detach(
     genie_id: &str,
     refs: Vec<String>,
 ) -> ApiResult<usize> {
-    let g2 = genie_id.to_string();
-    let n = app
-        .db
-        .write(move |c| {
-            let g = genie(c, &scope.user_id, admin, &g2)?;
-            let mut n = 0;
-            for r in &refs {
-                if let Some(id) = docs::linked_document(c, &g, r)?
-                    && docs::unlink(c, &g, &id)?
-                {
-                    n += 1;
-                }
+    relink(app, scope, admin, genie_id, move |c, _, g| {
+        let mut n = 0;
+        for r in &refs {
+            if let Some(id) = docs::linked_document(c, g, r)?
+                && docs::unlink(c, g, &id)?
+            {
+                n += 1;
             }
-            Ok(n)
-        })
-        .await?;
-    pipeline::push_genies(app, &[genie_id.to_string()]).await;
-    Ok(n)
+        }
+        Ok(n)
+    })
+    .await
 }
 
 /// Makes the genie's documents exactly `refs`; returns how many it has now.
@@ -95,25 +106,19 @@ pub async fn replace(
     genie_id: &str,
     refs: Vec<String>,
 ) -> ApiResult<usize> {
-    let g2 = genie_id.to_string();
-    let n = app
-        .db
-        .write(move |c| {
-            let g = genie(c, &scope.user_id, admin, &g2)?;
-            let ids = resolve(c, &scope, &refs)?;
-            for old in docs::genie_document_ids(c, &g)? {
-                if !ids.contains(&old) {
-                    docs::unlink(c, &g, &old)?;
-                }
+    relink(app, scope, admin, genie_id, move |c, scope, g| {
+        let ids = resolve(c, scope, &refs)?;
+        for old in docs::genie_document_ids(c, g)? {
+            if !ids.contains(&old) {
+                docs::unlink(c, g, &old)?;
             }
-            for id in &ids {
-                docs::link(c, &g, id)?;
-            }
-            Ok(ids.len())
-        })
-        .await?;
-    pipeline::push_genies(app, &[genie_id.to_string()]).await;
-    Ok(n)
+        }
+        for id in &ids {
+            docs::link(c, g, id)?;
+        }
+        Ok(ids.len())
+    })
+    .await
 }
 
 /// What [`move_links`] did.
