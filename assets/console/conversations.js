@@ -1,8 +1,8 @@
 // Conversations: the list with filters, sync from the voice platform, a conversation's
 // transcript and analysis (run it again, make or update its lead).
 
-import { h, mount, field, select, button, loading, empty, errorBox, table, pager, confirm,
-  header, section, badge, fmtDate, toast, attempt } from './ui.js';
+import { h, mount, field, input, select, button, loading, empty, errorBox, table, pager, confirm,
+  form, header, section, badge, fmtDate, toast, attempt } from './ui.js';
 
 const LIMIT = 25;
 
@@ -81,6 +81,37 @@ async function detail(main, ctx, id) {
       }
     }));
   };
+  // Tags replace the list; metadata is merged member by member (an emptied value removes it).
+  const labels = h('div', {});
+  const drawLabels = () => {
+    const meta = Object.entries(c.metadata || {});
+    const rows = h('div', { class: 'pairs' });
+    const addRow = (k = '', v = '') => rows.append(h('div', { class: 'grid' },
+      field('Key', input('key', k, { readonly: !!k })), field('Value', input('value', typeof v === 'string' ? v : JSON.stringify(v)))));
+    for (const [k, v] of meta) addRow(k, v);
+    addRow();
+    const f = form([
+      field('Tags', input('tags', (c.tags || []).join(', '), { id: 'conv-tags' }), 'comma-separated'),
+      h('h3', {}, 'Metadata'), rows,
+      button('Add a member', () => addRow(), { class: 'small' }),
+    ], 'Save', async () => {
+      const keys = [...f.querySelectorAll('[name=key]')].map((e) => e.value.trim());
+      const vals = [...f.querySelectorAll('[name=value]')].map((e) => e.value);
+      const shown = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+      const metadata = {};
+      // Only what changed is sent, so values that are not strings keep their type.
+      keys.forEach((k, i) => {
+        if (!k || (k in (c.metadata || {}) && shown(c.metadata[k]) === vals[i])) return;
+        metadata[k] = vals[i] === '' ? null : vals[i];
+      });
+      const tags = f.elements.tags.value.split(',').map((x) => x.trim()).filter(Boolean);
+      c = (await api.call('conversations', 'update', c.id, { tags, metadata })).conversation;
+      toast('Saved.');
+      drawLabels();
+    }, { id: 'labels-form' });
+    if (ctx.readOnly) for (const el of f.elements) el.disabled = true;
+    mount(labels, f);
+  };
   const turns = c.transcript || [];
   mount(main,
     h('p', {}, h('a', { href: '/console/conversations' }, '← All conversations')),
@@ -94,6 +125,7 @@ async function detail(main, ctx, id) {
       section('Transcript', turns.length ? h('ol', { class: 'plain transcript' }, turns.map((t) => h('li', { class: 'turn ' + t.role },
         h('span', { class: 'who' }, t.role === 'agent' ? 'Genie' : 'Caller', t.time_in_call_secs != null ? ` · ${t.time_in_call_secs} s` : ''),
         h('p', {}, t.message ?? t.text ?? '')))) : empty('No transcript.')),
-      section('Analysis', analysis)));
+      h('div', {}, section('Analysis', analysis), section('Tags and metadata', labels))));
   drawAnalysis();
+  drawLabels();
 }

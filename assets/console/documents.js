@@ -18,6 +18,9 @@ export async function render(main, ctx) {
   const type = select('selectedType', [['all', 'All types'], 'text', 'url', 'website', 'youtube', 'pdf_upload', 'file_upload'], 'all');
   const folder = select('folderId', [['', 'All folders']], '');
   const results = h('div', { id: 'documents' }, loading());
+  // Selected documents (ids) for the bulk bar; kept across pages until the filters change.
+  const chosen = new Set();
+  const bulk = h('div', { class: 'bulk', id: 'bulk', 'aria-live': 'polite' });
   const uploads = h('ul', { class: 'plain uploads', 'aria-live': 'polite' });
 
   const load = async (quiet) => {
@@ -33,7 +36,10 @@ export async function render(main, ctx) {
         mount(results, empty(search.value ? 'No document matches.' : 'No documents yet. Upload a file, import a page or write a note.'));
         return;
       }
+      const pick = (x) => h('input', { type: 'checkbox', class: 'pick', checked: chosen.has(x.id), 'aria-label': 'Select ' + x.name,
+        onchange: (e) => { if (e.target.checked) chosen.add(x.id); else chosen.delete(x.id); drawBulk(); } });
       const cols = [
+        ...(ctx.readOnly || ctx.adminMode ? [] : [['', pick]]),
         ['Name', (x) => x.name],
         ['Type', (x) => x.type],
         ['Status', (x) => h('span', { class: 'doc-status', 'data-name': x.name, 'data-status': x.status }, badge(x.status), x.error ? h('small', { class: 'doc-error' }, x.error) : null)],
@@ -44,6 +50,7 @@ export async function render(main, ctx) {
       ];
       if (d.documents.some((x) => x.owner)) cols.splice(1, 0, ['Owner', (x) => x.owner?.email || '—']);
       if (!ctx.readOnly) cols.push(['', (x) => h('span', { class: 'row-actions' },
+        ctx.adminMode ? null : moveControl(x),
         x.status === 'failed' ? button('Retry', async () => { if (await attempt(() => api.call('knowledge-base', 'retry', x.id, admin), 'Queued again.')) load(true); }, { class: 'small' }) : null,
         button('Delete', async () => {
           if (!(await confirm(`Delete “${x.name}”? Genies using it lose it.`))) return;
@@ -56,6 +63,46 @@ export async function render(main, ctx) {
       mount(results, errorBox(e));
     }
   };
+
+  // Moves one document: `update` with `folder_id` (null is the top level).
+  const moveControl = (x) => {
+    const sel = select('folder_id', [['', 'Top level'], ...folders.map((f) => [f.id, f.name])], x.folder?.id || '', { class: 'small', 'aria-label': 'Folder of ' + x.name });
+    sel.addEventListener('change', async () => {
+      if (await attempt(() => api.call('knowledge-base', 'update', x.id, { folder_id: sel.value || null }), 'Moved.')) { loadFolders(); load(true); } else sel.value = x.folder?.id || '';
+    });
+    return sel;
+  };
+
+  const bulkUpdate = async (updates, text) => {
+    const documentIds = [...chosen];
+    const r = await attempt(() => api.call('knowledge-base', 'bulk-update', null, { documentIds, updates }));
+    if (r) { toast(`${r.updatedCount} ${r.updatedCount === 1 ? 'document' : 'documents'} ${text}.`); chosen.clear(); drawBulk(); loadFolders(); load(true); }
+  };
+  const drawBulk = () => {
+    if (!chosen.size) { mount(bulk); return; }
+    const target = select('bulk_folder', [['', 'Top level'], ...folders.map((f) => [f.id, f.name])], '', { 'aria-label': 'Move the selected documents to' });
+    mount(bulk, h('div', { class: 'card inline' },
+      h('strong', {}, `${chosen.size} selected`),
+      target, button('Move', () => bulkUpdate({ folder_id: target.value || null }, 'moved'), { class: 'small' }),
+      button('Activate', () => bulkUpdate({ is_active: true }, 'activated'), { class: 'small' }),
+      button('Deactivate', () => bulkUpdate({ is_active: false }, 'deactivated'), { class: 'small' }),
+      button('Make public', () => bulkUpdate({ is_public: true }, 'made public'), { class: 'small' }),
+      button('Make private', () => bulkUpdate({ is_public: false }, 'made private'), { class: 'small' }),
+      button('Clear selection', () => { chosen.clear(); drawBulk(); load(true); }, { class: 'small' })));
+  };
+
+  // Passage search: the same full-text index the genies' knowledge base uses.
+  const passages = h('div', { id: 'passages' });
+  const passageForm = form([
+    h('div', { class: 'grid' },
+      field('Find passages', input('query', '', { type: 'search', required: true, placeholder: 'What do callers ask?' })),
+      field('Results', input('limit', '5', { type: 'number', min: 1, max: 50 }))),
+  ], 'Search', async (v) => {
+    const d = await api.call('knowledge-base', 'search', null, { query: v.query, limit: Number(v.limit) || 5 });
+    mount(passages, d.results.length ? h('ol', { class: 'plain passages' }, d.results.map((r) => h('li', { class: 'card' },
+      h('h3', {}, r.document_name, h('small', { class: 'muted' }, ` · passage ${r.chunk_index + 1}`)),
+      h('p', { class: 'wrap' }, r.content || r.snippet)))) : empty('No passage matches.'));
+  }, { id: 'passage-form' });
 
   const loadFolders = async () => {
     folders = await api.call('document-folders', 'all').then((d) => d.folders).catch(() => []);
@@ -114,9 +161,10 @@ export async function render(main, ctx) {
     offset = 0; load(true);
   }, { id: 'note-form' });
 
-  search.addEventListener('input', debounce(() => { offset = 0; load(); }));
-  type.addEventListener('change', () => { offset = 0; load(); });
-  folder.addEventListener('change', () => { offset = 0; load(); });
+  const refilter = () => { offset = 0; chosen.clear(); drawBulk(); load(); };
+  search.addEventListener('input', debounce(refilter));
+  type.addEventListener('change', refilter);
+  folder.addEventListener('change', refilter);
 
   mount(main,
     header('Knowledge base', ctx.readOnly ? null : button('New folder', () => newFolder(ctx).then((ok) => ok && loadFolders()))),
@@ -125,7 +173,9 @@ export async function render(main, ctx) {
       section('Import from the web', urlForm),
       section('Write a note', noteForm)),
     h('div', { class: 'filters' }, field('Search', search), field('Type', type), field('Folder', folder)),
-    results);
+    bulk,
+    results,
+    section('Search passages', passageForm, passages));
   await loadFolders();
   await load();
 }

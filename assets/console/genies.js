@@ -190,7 +190,22 @@ async function detail(main, ctx, id) {
     g.owner ? h('p', { class: 'muted' }, 'Owner: ', g.owner.full_name || '', ' <', g.owner.email, '>') : null,
     h('div', { class: 'columns' },
       section('Settings', settingsForm),
-      h('div', {}, section('Public page', page), section('Documents', docs), section('Phone number', phone))));
+      h('div', {}, section('Public page', page), section('Documents', docs), section('Phone number', phone),
+        ro ? null : section('Sharing', sharing()))));
+
+  // `assign` gives a consumer account read access to this genie; the API knows users by id.
+  function sharing() {
+    const out = h('div', { 'aria-live': 'polite' });
+    const act = (verb) => async (v) => {
+      const r = await api.call('genies', verb, g.id, { userId: v.userId.trim(), ...admin });
+      mount(out, h('p', {}, r.assigned ? 'Shared with ' : 'No longer shared with ', h('code', {}, r.user_id), '.'));
+    };
+    return h('div', {},
+      h('p', { class: 'muted' }, 'Give a consumer account read access to this genie (its conversations and leads stay yours).'),
+      form([field('User id', input('userId', '', { required: true, placeholder: 'the consumer’s user id', autocomplete: 'off' }))], 'Share', act('assign'), { id: 'assign-form' }),
+      form([field('User id', input('userId', '', { required: true, autocomplete: 'off' }))], 'Stop sharing', act('unassign'), { id: 'unassign-form' }),
+      out);
+  }
 
   const reload = async () => { g = (await api.call('genies', 'get', g.id, admin)).genie; };
   const drawDocs = async () => {

@@ -124,13 +124,13 @@ export const webhooks = {
     const list = h('div', {}, loading());
     const reveal = h('div', {});
     const deliveries = h('div', {});
-    const showDeliveries = (w) => guarded(deliveries, async () => {
-      const d = await api.call('webhooks', 'deliveries', w.id, { limit: 20 });
+    const showDeliveries = (w, offset = 0) => guarded(deliveries, async () => {
+      const d = await api.call('webhooks', 'deliveries', w.id, { limit: 20, offset });
       mount(deliveries, h('h3', {}, 'Deliveries to ', w.url), d.deliveries.length ? table([
         ['Event', (x) => x.event_type], ['Status', (x) => badge(x.status)], ['Attempts', (x) => x.attempts],
         ['Last answer', (x) => x.last_status_code ?? x.last_error ?? '—'], ['At', (x) => fmtDate(x.updated_at)],
         ['', (x) => button('Redeliver', async () => { if (await attempt(() => api.call('webhooks', 'redeliver', x.id), 'Queued again.')) showDeliveries(w); }, { class: 'small' })],
-      ], d.deliveries, 'Deliveries') : empty('No deliveries yet.'));
+      ], d.deliveries, 'Deliveries') : empty('No deliveries yet.'), pager(d.count, 20, offset, (o) => showDeliveries(w, o)));
     });
     const load = () => guarded(list, async () => {
       const d = await api.call('webhooks', 'list');
@@ -140,6 +140,11 @@ export const webhooks = {
         ['', (w) => h('span', { class: 'row-actions' },
           button('Deliveries', () => showDeliveries(w), { class: 'small' }),
           button('Test', async () => { const r = await attempt(() => api.call('webhooks', 'test', w.id)); if (r) toast(r.result.succeeded ? `Delivered (${r.result.status_code}, ${r.result.latency_ms} ms).` : `Failed: ${r.result.error || r.result.status_code}`, r.result.succeeded ? 'ok' : 'error'); }, { class: 'small' }),
+          ctx.readOnly ? null : button('Rotate secret', async () => {
+            if (!(await confirm(`Rotate the signing secret of ${w.url}? The old secret stops signing at once.`, 'Rotate'))) return;
+            const r = await attempt(() => api.call('webhooks', 'rotate-secret', w.id));
+            if (r) mount(reveal, once('New signing secret', r.secret));
+          }, { class: 'small' }),
           button(w.is_active ? 'Disable' : 'Enable', async () => { if (await attempt(() => api.call('webhooks', 'update', w.id, { is_active: !w.is_active }))) load(); }, { class: 'small' }),
           button('Delete', async () => { if (await confirm(`Delete the webhook to ${w.url}?`) && await attempt(() => api.call('webhooks', 'delete', w.id), 'Deleted.')) load(); }, { class: 'small danger' }))],
       ], d.webhooks, 'Webhooks') : empty('No webhooks yet.'));
@@ -172,11 +177,37 @@ export const teams = {
       const d = await api.call('teams', 'get', t.id);
       const manage = ['owner', 'admin'].includes(d.team.my_role);
       const inv = manage ? await api.call('teams', 'invitations', t.id).then((x) => x.invitations).catch(() => []) : [];
+      const inTeam = new Set((d.team.genies || []).map((g) => g.id));
+      const mine = manage ? (await api.call('genies', 'list', null, { limit: 500 }).then((x) => x.genies).catch(() => [])).filter((g) => !inTeam.has(g.id)) : [];
+      const addGenie = select('genie_id', [['', 'Choose a genie'], ...mine.map((g) => [g.id, g.name])], '');
+      const me = ctx.profile?.id;
+      // Only the owner changes roles; an admin may remove plain members (the service's rule).
+      const canChange = (m) => m.role !== 'owner' && m.user_id !== me && d.team.my_role === 'owner';
+      const canRemove = (m) => m.role !== 'owner' && m.user_id !== me && (d.team.my_role === 'owner' || (d.team.my_role === 'admin' && m.role === 'member'));
+      const roleControl = (m) => {
+        if (!canChange(m)) return m.role;
+        const sel = select('role', ['admin', 'member'], m.role, { 'aria-label': 'Role of ' + m.email });
+        sel.addEventListener('change', async () => {
+          if (await attempt(() => api.call('teams', 'update-member', t.id, { user_id: m.user_id, role: sel.value }), 'Role changed.')) open(t);
+          else sel.value = m.role;
+        });
+        return sel;
+      };
       mount(detail, section('Team ' + d.team.name,
         h('h3', {}, 'Members'),
-        table([['Email', (m) => m.email], ['Name', (m) => m.full_name || '—'], ['Role', (m) => m.role], ['Joined', (m) => fmtDate(m.joined_at)]], d.members || [], 'Members'),
+        table([['Email', (m) => m.email], ['Name', (m) => m.full_name || '—'],
+          ['Role', (m) => roleControl(m)], ['Joined', (m) => fmtDate(m.joined_at)],
+          ['', (m) => canRemove(m) ? button('Remove', async () => {
+            if (await confirm(`Remove ${m.email} from “${d.team.name}”?`, 'Remove') && await attempt(() => api.call('teams', 'remove-member', t.id, { user_id: m.user_id }), 'Removed.')) open(t);
+          }, { class: 'small danger', 'aria-label': 'Remove ' + m.email }) : null]], d.team.members || [], 'Members'),
         h('h3', {}, 'Genies'),
-        (d.genies || []).length ? h('ul', {}, d.genies.map((g) => h('li', {}, g.name))) : empty('No genies in this team.'),
+        (d.team.genies || []).length ? h('ul', { class: 'plain' }, d.team.genies.map((g) => h('li', {}, g.name, ' ',
+          ctx.readOnly ? null : button('Remove from team', async () => {
+            if (await attempt(() => api.call('teams', 'remove-genie', t.id, { genie_id: g.id }), 'Removed from the team.')) open(t);
+          }, { class: 'small', 'aria-label': 'Remove ' + g.name + ' from the team' })))) : empty('No genies in this team.'),
+        manage && mine.length ? h('div', { class: 'inline' }, field('Add one of your genies', addGenie), button('Add', async () => {
+          if (addGenie.value && await attempt(() => api.call('teams', 'add-genie', t.id, { genie_id: addGenie.value }), 'Added to the team.')) open(t);
+        })) : null,
         manage ? [h('h3', {}, 'Invitations'),
           inv.length ? table([['Email', (i) => i.email], ['Role', (i) => i.role], ['Status', (i) => badge(i.status)],
             ['', (i) => i.status === 'pending' ? button('Revoke', async () => { if (await attempt(() => api.call('teams', 'revoke', t.id, { invitation_id: i.id }), 'Revoked.')) open(t); }, { class: 'small' }) : null]], inv, 'Invitations') : empty('No invitations.'),
@@ -271,20 +302,28 @@ export const marketplace = {
     const sort = select('sort', ['featured', 'installs', 'newest', 'name'], 'featured');
     const mine = h('input', { type: 'checkbox', id: 'mine-only' });
     const list = h('div', {}, loading());
+    const LIMIT = 24;
+    let offset = 0;
+    const moderate = (l, action, text) => button(text, async () => { if (await attempt(() => api.call('marketplace', action, l.id))) load(); }, { class: 'small' });
     const load = () => guarded(list, async () => {
-      const d = await api.call('marketplace', 'list', null, { search: search.value.trim() || undefined, sort: sort.value, mine: mine.checked || undefined, limit: 50, ...(ctx.adminMode ? { adminMode: true } : {}) });
+      const d = await api.call('marketplace', 'list', null, { search: search.value.trim() || undefined, sort: sort.value, mine: mine.checked || undefined, limit: LIMIT, offset, ...(ctx.adminMode ? { adminMode: true } : {}) });
       mount(list, d.listings.length ? h('ul', { class: 'cards' }, d.listings.map((l) => h('li', { class: 'card' },
         h('h3', {}, l.name, l.is_featured ? ' ★' : ''), h('p', {}, l.description || ''),
         h('p', { class: 'muted' }, [l.category, `${l.install_count} installs`, l.publisher?.full_name, l.status].filter(Boolean).join(' · ')),
         h('div', { class: 'actions' },
           ctx.readOnly ? null : button('Install', async () => { const r = await attempt(() => api.call('marketplace', 'install', l.id, {}), 'Installed as a new genie.'); if (r) ctx.navigate('genies/' + r.genie.id); }, { class: 'small primary' }),
           l.is_mine ? button(l.status === 'published' ? 'Unpublish' : 'Publish', async () => { if (await attempt(() => api.call('marketplace', 'update', l.id, { status: l.status === 'published' ? 'unpublished' : 'published' }))) load(); }, { class: 'small' }) : null,
-          l.is_mine ? button('Delete', async () => { if (await confirm(`Delete the listing “${l.name}”?`) && await attempt(() => api.call('marketplace', 'delete', l.id))) load(); }, { class: 'small danger' }) : null)))) : empty('No listings.'));
+          l.is_mine ? button('Edit', () => editListing(ctx, l).then((x) => x && load()), { class: 'small' }) : null,
+          l.is_mine ? button('Delete', async () => { if (await confirm(`Delete the listing “${l.name}”?`) && await attempt(() => api.call('marketplace', 'delete', l.id))) load(); }, { class: 'small danger' }) : null,
+          ctx.isAdmin ? [l.is_featured ? moderate(l, 'unfeature', 'Unfeature') : moderate(l, 'feature', 'Feature'),
+            l.is_hidden ? moderate(l, 'unhide', 'Unhide') : moderate(l, 'hide', 'Hide')] : null)))) : empty('No listings.'),
+      pager(d.total, LIMIT, offset, (o) => { offset = o; load(); }));
     });
     const genies = ctx.readOnly ? [] : await api.call('genies', 'list', null, { limit: 500 }).then((d) => d.genies).catch(() => []);
-    search.addEventListener('input', debounce(load));
-    sort.addEventListener('change', load);
-    mine.addEventListener('change', load);
+    const first = () => { offset = 0; load(); };
+    search.addEventListener('input', debounce(first));
+    sort.addEventListener('change', first);
+    mine.addEventListener('change', first);
     mount(main, header('Marketplace'),
       ctx.readOnly || !genies.length ? null : section('Publish a genie', form([
         h('div', { class: 'grid' }, field('Genie', select('genie_id', genies.map((g) => [g.id, g.name]), genies[0].id)), field('Tags', input('tags', ''), 'comma-separated')),
@@ -298,6 +337,23 @@ export const marketplace = {
     await load();
   },
 };
+
+function editListing(ctx, l) {
+  return dialog('Edit ' + l.name, (close) => form([
+    field('Name', input('name', l.name, { required: true })),
+    field('Description', textarea('description', l.description, { rows: 3 })),
+    h('div', { class: 'grid' }, field('Category', input('category', l.category)), field('Tags', input('tags', (l.tags || []).join(', ')), 'comma-separated')),
+    field('System prompt', textarea('system_prompt', l.system_prompt, { rows: 6 })),
+    field('First message', textarea('first_message', l.first_message, { rows: 2 })),
+  ], 'Save', async (v) => {
+    const data = { name: v.name, description: v.description, category: v.category || undefined, tags: v.tags.split(',').map((s) => s.trim()).filter(Boolean) };
+    if (v.system_prompt !== (l.system_prompt ?? '')) data.system_prompt = v.system_prompt;
+    if (v.first_message !== (l.first_message ?? '')) data.first_message = v.first_message;
+    const r = await ctx.api.call('marketplace', 'update', l.id, data);
+    toast('Saved.');
+    close(r.listing);
+  }));
+}
 
 // ---- profile and users -----------------------------------------------------------------------
 

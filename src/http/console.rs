@@ -45,6 +45,11 @@ pub const FILES: &[(&str, &str, &str)] = &[
     ),
     ("keys.js", JS, include_str!("../../assets/console/keys.js")),
     (
+        "notifications.js",
+        JS,
+        include_str!("../../assets/console/notifications.js"),
+    ),
+    (
         "conversations.js",
         JS,
         include_str!("../../assets/console/conversations.js"),

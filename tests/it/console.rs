@@ -3,7 +3,8 @@
 //! in (a wrong password first), creates a genie (a validation message next to its field
 //! first), uploads a PDF by drag and drop and sees it reach `completed`, attaches it, creates
 //! a lead and changes its status (the stats chart follows), creates an API key (shown once,
-//! then gone), revokes it (a request with it is refused), and signs out.
+//! then gone), revokes it (a request with it is refused), and signs out. A second run
+//! reaches each page's smaller actions and checks their effect through the API.
 //!
 //! `GENIED_CONSOLE_SCREENSHOTS=1 cargo test console` also writes the screenshots under
 //! `docs/console/` (1280 and 390 px wide).
@@ -41,6 +42,7 @@ const ready = () => $('#main') && $('#main').dataset.ready;
 const settle = async (act, what) => { const b = ready(); await act(); return until(() => ready() && ready() !== b, what); };
 const go = (page) => settle(() => $('a[data-page="' + page + '"]').click(), 'the ' + page + ' page');
 const text = () => document.getElementById('main').innerText;
+const visit = (path) => settle(() => { history.pushState(null, '', '/console/' + path); dispatchEvent(new PopStateEvent('popstate')); }, path);
 "#;
 
 async fn run(page: &mut Page, body: &str) -> Value {
@@ -455,4 +457,290 @@ async fn screenshots(page: &mut Page, genie_id: &str) {
     }
     page.call("Emulation.clearDeviceMetricsOverride", json!({}))
         .await;
+}
+
+/// Signs the first admin in through the console's form and waits for the genies page.
+async fn sign_in(page: &mut Page, password: &str) {
+    run(&mut *page, &format!(r#"
+        await until(() => location.pathname.startsWith('/console') && $('#signin'), 'the sign-in form');
+        set($('#signin [name=email]'), 'admin@localhost');
+        set($('#signin [name=password]'), {password});
+        $('#signin').requestSubmit();
+        await until(() => ready() && $('#main h1') && $('#main h1').innerText === 'Genies', 'the genies page');
+        return true;
+    "#, password = json!(password))).await;
+}
+
+/// The pages' smaller tools, each checked through the API afterwards: documents moved in bulk
+/// and passages searched, a conversation's tags and metadata, a webhook's secret rotated, a
+/// team member's role changed and the member removed, a genie added to a team and shared with
+/// a consumer, a marketplace listing edited and featured, notifications read.
+#[tokio::test]
+async fn the_console_reaches_the_smaller_actions_of_each_page() {
+    let app = TestApp::spawn().await;
+    genied::app::bootstrap_first_admin(&app.state)
+        .unwrap()
+        .expect("a fresh data directory gets a first admin");
+    let file = std::fs::read_to_string(app.dir.path().join("secrets/initial-admin.txt")).unwrap();
+    let password = file
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("password:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let admin = admin_token(&app).await;
+    let call = |resource: &'static str, action: &'static str, id: Option<Value>, data: Value| {
+        let (app, admin) = (&app, admin.clone());
+        async move { app.call(&admin, resource, action, id, data).await }
+    };
+
+    // Seeded through the API: a folder, two notes, a genie that mails conversation reports
+    // (no SMTP here, so the report becomes a notification), a conversation, a webhook, a team
+    // with a member, and a consumer.
+    let folder = call("document-folders", "create", None, json!({"name": "Menus"})).await;
+    let folder = folder.ok(201)["folder"]["id"].as_str().unwrap().to_string();
+    let mut notes = vec![];
+    for (title, content) in [
+        ("Opening hours", "We open at seven every morning."),
+        ("Prices", "A sourdough loaf costs five euros."),
+    ] {
+        let r = call(
+            "knowledge-base",
+            "create",
+            None,
+            json!({"title": title, "content": content}),
+        )
+        .await;
+        notes.push(r.ok(201)["document"]["id"].as_str().unwrap().to_string());
+    }
+    let genie = call(
+        "genies",
+        "create",
+        None,
+        json!({"genieName": "Front desk", "systemPrompt": "You answer questions.",
+               "sendConversationReports": true, "supportEmails": ["desk@example.test"]}),
+    )
+    .await;
+    let genie_id = genie.ok(201)["genie"]["id"].as_str().unwrap().to_string();
+    let conv = call(
+        "conversations",
+        "create",
+        None,
+        json!({"genieId": genie_id, "transcript": [
+            {"role": "user", "message": "When do you open?", "time_in_call_secs": 0},
+            {"role": "agent", "message": "At seven.", "time_in_call_secs": 2}]}),
+    )
+    .await;
+    let conv_id = conv.ok(201)["conversation"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let hook = call(
+        "webhooks",
+        "create",
+        None,
+        json!({"url": "https://hooks.example.com/genied", "event_types": ["*"]}),
+    )
+    .await;
+    let first_secret = hook.ok(201)["webhook"]["secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let team = call("teams", "create", None, json!({"name": "Bakers"})).await;
+    let team_id = team.ok(201)["team"]["id"].as_str().unwrap().to_string();
+    let baker = app.standard().await;
+    let inv = call(
+        "teams",
+        "invite",
+        Some(json!(team_id)),
+        json!({"email": baker.email, "role": "member"}),
+    )
+    .await;
+    let token = inv.ok(201)["token"].as_str().unwrap().to_string();
+    app.call(
+        &baker.token,
+        "teams",
+        "accept",
+        None,
+        json!({"token": token}),
+    )
+    .await
+    .ok(200);
+    let consumer = app.consumer().await;
+    let listing = call(
+        "marketplace",
+        "publish",
+        None,
+        json!({"genie_id": genie_id, "tags": ["bakery"]}),
+    )
+    .await;
+    let listing_id = listing.ok(201)["listing"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The report job runs in the background; wait (bounded) for its notification.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let n = call("notifications", "unread-count", None, json!({})).await;
+        if n.ok(200)["unread"].as_i64() >= Some(1) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no report notification"
+        );
+        app.run_jobs().await;
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+
+    let browser = Browser::launch(&format!("{}/", app.base)).await;
+    let mut page = browser.page(&app.base).await;
+    sign_in(&mut page, &password).await;
+
+    // Knowledge base: both notes selected and moved into "Menus"; a passage search.
+    let moved = run_str(&mut page, r#"
+        await go('documents');
+        await until(() => $$('input.pick').length === 2, 'two selectable documents');
+        for (const name of ['Opening hours', 'Prices']) {
+            const box = $('input[aria-label="Select ' + name + '"]');
+            box.click();
+        }
+        const target = await until(() => $('#bulk select'), 'the bulk bar');
+        set(target, [...target.options].find(o => o.text === 'Menus').value);
+        [...$$('#bulk button')].find(b => b.innerText === 'Move').click();
+        await until(() => !$('#bulk select') && document.body.innerText.includes('2 documents moved'), 'the move');
+        set($('#passage-form [name=query]'), 'sourdough');
+        $('#passage-form').requestSubmit();
+        return await until(() => $('#passages li') && $('#passages').innerText, 'the passages');
+    "#).await;
+    assert!(
+        moved.contains("Prices") && moved.contains("sourdough"),
+        "{moved}"
+    );
+    assert!(!moved.contains("Opening hours"), "{moved}");
+    for id in &notes {
+        let d = call("knowledge-base", "get", Some(json!(id)), json!({})).await;
+        assert_eq!(d.ok(200)["document"]["folder_id"], json!(folder), "{id}");
+    }
+
+    // A conversation's tags and metadata.
+    run(
+        &mut page,
+        &format!(
+            r#"
+        await visit('conversations/{conv_id}');
+        const f = await until(() => $('#labels-form'), 'the tags form');
+        set(f.querySelector('[name=tags]'), 'vip, callback');
+        const keys = f.querySelectorAll('[name=key]');
+        const vals = f.querySelectorAll('[name=value]');
+        set(keys[keys.length - 1], 'crm_id');
+        set(vals[vals.length - 1], '42');
+        f.requestSubmit();
+        await until(() => document.body.innerText.includes('Saved.'), 'the save');
+        return true;
+    "#
+        ),
+    )
+    .await;
+    let c = call("conversations", "get", Some(json!(conv_id)), json!({})).await;
+    let c = &c.ok(200)["conversation"];
+    assert_eq!(c["tags"], json!(["vip", "callback"]), "{c}");
+    assert_eq!(c["metadata"]["crm_id"], "42", "{c}");
+
+    // A webhook's secret rotated: the new one is shown once and differs from the first.
+    let rotated = run_str(&mut page, r#"
+        await go('webhooks');
+        const b = await until(() => [...$$('#main button')].find(x => x.innerText === 'Rotate secret'), 'the rotate button');
+        b.click();
+        (await until(() => $('dialog[open] button.danger'), 'the confirmation')).click();
+        const box = await until(() => $('input[aria-label="New signing secret"]'), 'the new secret');
+        return box.value;
+    "#).await;
+    assert!(!rotated.is_empty() && rotated != first_secret, "{rotated}");
+
+    // Teams: the member becomes an admin, the genie joins the team, then the member goes.
+    run(&mut page, &format!(r#"
+        await go('teams');
+        const open = () => [...$$('#main button.link')].find(x => x.innerText === 'Bakers').click();
+        open();
+        const role = await until(() => $('select[aria-label="Role of {email}"]'), 'the role picker');
+        set(role, 'admin');
+        await until(() => document.body.innerText.includes('Role changed.'), 'the role change');
+        const pick = await until(() => $('#main select[name=genie_id]'), 'the genie picker');
+        set(pick, [...pick.options].find(o => o.text === 'Front desk').value);
+        [...$$('#main button')].find(x => x.innerText === 'Add').click();
+        await until(() => $('button[aria-label="Remove Front desk from the team"]'), 'the team genie');
+        return true;
+    "#, email = baker.email)).await;
+    let members = call("teams", "members", Some(json!(team_id)), json!({})).await;
+    let members = members.ok(200)["members"].as_array().unwrap().clone();
+    let baker_row = members.iter().find(|m| m["user_id"] == json!(baker.id));
+    assert_eq!(baker_row.unwrap()["role"], "admin", "{members:?}");
+    let t = call("teams", "get", Some(json!(team_id)), json!({})).await;
+    assert_eq!(t.ok(200)["team"]["genies"][0]["id"], json!(genie_id));
+    run(&mut page, &format!(r#"
+        $('button[aria-label="Remove {email}"]').click();
+        (await until(() => $('dialog[open] button.danger'), 'the confirmation')).click();
+        await until(() => !$('button[aria-label="Remove {email}"]') && $('#main').innerText.includes('Members'), 'the removal');
+        return true;
+    "#, email = baker.email)).await;
+    let members = call("teams", "members", Some(json!(team_id)), json!({})).await;
+    assert_eq!(members.ok(200)["count"], 1);
+
+    // The genie shared with a consumer, who can then read it.
+    run(
+        &mut page,
+        &format!(
+            r#"
+        await visit('genies/{genie_id}');
+        const f = await until(() => $('#assign-form'), 'the sharing form');
+        set(f.querySelector('[name=userId]'), {consumer});
+        f.requestSubmit();
+        await until(() => document.body.innerText.includes('Shared with'), 'the assignment');
+        return true;
+    "#,
+            consumer = json!(consumer.id)
+        ),
+    )
+    .await;
+    app.call(
+        &consumer.token,
+        "genies",
+        "get",
+        Some(json!(genie_id)),
+        json!({}),
+    )
+    .await
+    .ok(200);
+
+    // Marketplace: the listing edited by its publisher and featured by the admin.
+    run(&mut page, r#"
+        await go('marketplace');
+        const edit = await until(() => [...$$('#main button')].find(x => x.innerText === 'Edit'), 'the edit button');
+        edit.click();
+        const f = await until(() => $('dialog[open] form'), 'the listing form');
+        set(f.querySelector('[name=name]'), 'Bakery front desk');
+        f.requestSubmit();
+        await until(() => !$('dialog[open]') && $('#main').innerText.includes('Bakery front desk'), 'the edited listing');
+        [...$$('#main button')].find(x => x.innerText === 'Feature').click();
+        await until(() => [...$$('#main button')].find(x => x.innerText === 'Unfeature'), 'the featured listing');
+        return true;
+    "#).await;
+    let l = call("marketplace", "get", Some(json!(listing_id)), json!({})).await;
+    let l = &l.ok(200)["listing"];
+    assert_eq!(l["name"], "Bakery front desk", "{l}");
+    assert_eq!(l["is_featured"], true, "{l}");
+
+    // Notifications: the report is there, and "mark all as read" reads it.
+    let shown = run_str(&mut page, r#"
+        await go('notifications');
+        await until(() => $('#notifications .unread'), 'an unread notification');
+        const shown = $('#notifications').innerText;
+        $('#mark-all-read').click();
+        await until(() => !$('#notifications .unread') && $('#unread-count').innerText === '0 unread', 'everything read');
+        return shown;
+    "#).await;
+    assert!(shown.contains("Conversation report"), "{shown}");
+    let n = call("notifications", "unread-count", None, json!({})).await;
+    assert_eq!(n.ok(200)["unread"], 0);
 }
