@@ -160,9 +160,18 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
     }
     if let Some(term) = &f.search {
         if term.chars().count() >= 3 {
-            // The trigram index finds substrings, case-insensitively; the term is one phrase.
-            w.push("l.id IN (SELECT rowid FROM leads_search WHERE leads_search MATCH ?)".into());
-            p.push(format!("\"{}\"", term.replace('"', "\"\"")).into());
+            // The trigram index keeps which trigrams a lead has, not where (detail=none): it
+            // finds the leads that have every trigram of the term, and the row is then checked
+            // for the term itself, case-insensitively as the index folds case.
+            w.push(
+                "l.id IN (SELECT rowid FROM leads_search WHERE leads_search MATCH ?) \
+                 AND (genied_icontains(l.name, ?) OR genied_icontains(l.email, ?) OR genied_icontains(l.phone, ?))"
+                    .into(),
+            );
+            p.push(trigram_query(term).into());
+            for _ in 0..3 {
+                p.push(term.clone().into());
+            }
         } else {
             let pat = format!(
                 "%{}%",
@@ -186,6 +195,37 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
         format!("WHERE {}", w.join(" AND "))
     };
     (sql, p)
+}
+
+/// An FTS5 query that requires every distinct trigram of `term`, each as a quoted string.
+fn trigram_query(term: &str) -> String {
+    let chars: Vec<char> = term.chars().collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut parts = Vec::new();
+    for w in chars.windows(3) {
+        let t: String = w.iter().collect::<String>().to_lowercase();
+        if seen.insert(t.clone()) {
+            parts.push(format!("\"{}\"", t.replace('"', "\"\"")));
+        }
+    }
+    parts.join(" AND ")
+}
+
+/// `genied_icontains(haystack, needle)`: whether `needle` occurs in `haystack`, ignoring
+/// case as the trigram index does (Unicode lower case, not only ASCII as `LIKE`). NULL
+/// haystacks contain nothing.
+pub fn register_functions(c: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    c.create_scalar_function(
+        "genied_icontains",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let hay: Option<String> = ctx.get(0)?;
+            let needle: String = ctx.get(1)?;
+            Ok(hay.is_some_and(|h| h.to_lowercase().contains(&needle.to_lowercase())))
+        },
+    )
 }
 
 /// `(total, counts of the four standard statuses)`. Filtered by scope and agents only, it

@@ -179,6 +179,7 @@ impl Db {
         writer.execute_batch(PRAGMAS)?;
         embedded::migrations::runner().run(&mut writer)?;
         writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        leads::register_functions(&writer)?;
         let auth = Arc::new(auth_epoch::EpochWatch::open(path)?);
         let manager = SqliteConnectionManager::file(path)
             .with_flags(
@@ -188,6 +189,7 @@ impl Db {
             )
             .with_init(|c| {
                 c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+                leads::register_functions(c)?;
                 c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())
             });
         // A SQLite connection does not go stale: no liveness query on every checkout.

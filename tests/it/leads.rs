@@ -1043,3 +1043,69 @@ async fn create_emits_lead_created_and_is_audited() {
     let acts = r.ok(200).to_string();
     assert!(acts.contains("created lead Eve"), "{acts}");
 }
+
+/// The search index keeps only which trigrams a lead has (not where), so a search must still
+/// find the whole term: a lead that has every trigram of it apart, or spread over two fields,
+/// is not a match; case folds beyond ASCII as the index does.
+#[tokio::test]
+async fn search_matches_the_whole_term_not_its_trigrams_apart() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let whole = new_lead(&app, &u, json!({"agent_id": g, "name": "Jo Lovejoy"})).await;
+    // "lov" and "ove" but not "love".
+    new_lead(&app, &u, json!({"agent_id": g, "name": "Alov Bove"})).await;
+    // "lov" in the name, "ove" in the email.
+    new_lead(
+        &app,
+        &u,
+        json!({"agent_id": g, "name": "Lov", "email": "ove@x.test"}),
+    )
+    .await;
+    let unicode = new_lead(
+        &app,
+        &u,
+        json!({"agent_id": g, "name": "Özlem Çelik", "email": "ozlem@x.test"}),
+    )
+    .await;
+    let ids = |r: &Resp| -> Vec<i64> {
+        r.ok(200)["leads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["id"].as_i64().unwrap())
+            .collect()
+    };
+    let search = |t: &str| {
+        app.call(
+            &u.token,
+            "leads",
+            "all",
+            None,
+            json!({"filters": {"searchTerm": t}}),
+        )
+    };
+    assert_eq!(
+        ids(&search("love").await),
+        vec![whole["id"].as_i64().unwrap()]
+    );
+    assert_eq!(
+        ids(&search("LOVEJOY").await),
+        vec![whole["id"].as_i64().unwrap()]
+    );
+    assert_eq!(
+        ids(&search("özlem çel").await),
+        vec![unicode["id"].as_i64().unwrap()],
+        "case folds beyond ASCII"
+    );
+    let stats = app
+        .call(
+            &u.token,
+            "leads",
+            "stats",
+            None,
+            json!({"filters": {"searchTerm": "love"}}),
+        )
+        .await;
+    assert_eq!(stats.ok(200)["stats"]["total"], 1, "{:?}", stats.data());
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Bytes one lead costs: on disk (per table and index, from SQLite's dbstat) and in the WAL of
+each create.
+
+    examples/bench/lead_bytes.py [path/to/genied] [leads]     (defaults: target/debug, 100000)
+    KEEP=1 examples/bench/lead_bytes.py ...   keeps the database (for EXPLAIN QUERY PLAN)
+
+The schema is the real one: `genied migrate` makes the database. The writes replay, with
+Python's sqlite3, the statements one `leads create` runs (db::leads::insert and db::leads::log
+in one transaction, then the audit row of db::activities::insert in its own, as api::dispatch
+does), with the service's pragmas and no automatic checkpoint, so that the WAL of 1,000
+creates at steady state can be measured. Typical lead: name, email, phone, status, priority.
+It prints figures; it never fails on them.
+"""
+import datetime, os, random, shutil, sqlite3, subprocess, sys, tempfile, uuid
+
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+target = os.environ.get('CARGO_TARGET_DIR', os.path.join(root, 'target'))
+binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(target, 'debug', 'genied')
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+measured = 1_000
+
+work = tempfile.mkdtemp(prefix='genied-lead-bytes.')
+subprocess.run([binary, '--data-dir', work, 'migrate'], check=True, stdout=subprocess.DEVNULL)
+path = os.path.join(work, 'genied.db')
+c = sqlite3.connect(path, isolation_level=None)
+for p in ['journal_mode = WAL', 'synchronous = NORMAL', 'wal_autocheckpoint = 0', 'foreign_keys = OFF']:
+    c.execute('PRAGMA ' + p)
+
+random.seed(1)
+first = ['Ada', 'Grace', 'Alan', 'Linus', 'Margaret', 'Dennis', 'Barbara', 'Ken', 'Frances', 'John']
+last = ['Lovelace', 'Hopper', 'Turing', 'Torvalds', 'Hamilton', 'Ritchie', 'Liskov', 'Thompson', 'Allen', 'Backus']
+user, genie = str(uuid.uuid4()), str(uuid.uuid4())
+t0 = datetime.datetime(2026, 1, 1)
+
+
+def create(i):
+    fn, ln = random.choice(first), random.choice(last)
+    ts = (t0 + datetime.timedelta(seconds=i * 7)).isoformat(timespec='milliseconds') + 'Z'
+    c.execute('BEGIN IMMEDIATE')
+    lead = c.execute(
+        'INSERT INTO leads (agent_id, user_id, name, email, phone, status, priority, created_at, updated_at)'
+        ' VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        (genie, user, f'{fn} {ln}', f'{fn.lower()}.{ln.lower()}{i}@example.com', f'+1555{i:07d}', 'new', 'medium', ts, ts),
+    ).lastrowid
+    c.execute(
+        'INSERT INTO lead_activities (lead_id, user_id, type, description, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        (lead, user, 'created', 'Lead created', None, ts),
+    )
+    c.execute('COMMIT')
+    c.execute('BEGIN IMMEDIATE')
+    c.execute(
+        'INSERT INTO activities (id, user_id, resource, action, record_id, summary, ip, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        (str(uuid.uuid4()), user, 'leads', 'create', str(lead), 'create leads', '127.0.0.1', ts),
+    )
+    c.execute('COMMIT')
+
+
+for i in range(n):
+    create(i)
+c.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+for i in range(n, n + measured):
+    create(i)
+wal = os.path.getsize(path + '-wal')
+c.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+total = n + measured
+print(f'{total} leads, page size {c.execute("PRAGMA page_size").fetchone()[0]} bytes')
+print(f'WAL per create (lead and its activity, then the audit row): {wal / measured:,.0f} bytes'
+      f' ({wal / measured / (c.execute("PRAGMA page_size").fetchone()[0] + 24):.1f} frames)')
+rows = c.execute('SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC').fetchall()
+audit = {'activities', 'activities_user_time', 'activities_time', 'sqlite_autoindex_activities_1'}
+per = lambda names: sum(b for name, b in rows if name in names) / total
+lead_names = {name for name, _ in rows if name.startswith(('leads', 'lead_activities', 'lead_status_counts'))}
+print(f'database file: {os.path.getsize(path) / total:,.0f} bytes per lead in all;'
+      f' the lead itself (row, indexes, search, its activity log) {per(lead_names):,.0f};'
+      f' the audit row {per(audit):,.0f}')
+for name, b in rows:
+    if b / total >= 1:
+        print(f'  {name:34s} {b / total:7.1f} bytes per lead')
+c.close()
+if os.environ.get('KEEP'):
+    print(f'kept: {path}')
+else:
+    shutil.rmtree(work)
