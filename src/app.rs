@@ -119,6 +119,10 @@ pub async fn serve(
         worker_events,
         stop_rx.clone(),
     ));
+    let indexer = tokio::spawn(crate::service::leads::search_indexer(
+        app.state.clone(),
+        stop_rx.clone(),
+    ));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     if let Some(w) = app.state.config.public_url_warning(listener.local_addr()?) {
         tracing::warn!("{w}");
@@ -127,7 +131,7 @@ pub async fn serve(
     let limits = http::server::Limits::from_config(&app.state.config);
     http::server::run(app.router, listener, limits, shutdown).await;
     let _ = stop_tx.send(true);
-    let _ = tokio::join!(worker, fan_out, housekeeping);
+    let _ = tokio::join!(worker, fan_out, housekeeping, indexer);
     let _ = workers.await;
     Ok(())
 }

@@ -162,9 +162,11 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
         if term.chars().count() >= 3 {
             // The trigram index keeps which trigrams a lead has, not where (detail=none): it
             // finds the leads that have every trigram of the term, and the row is then checked
-            // for the term itself, case-insensitively as the index folds case.
+            // for the term itself, case-insensitively as the index folds case. Leads not
+            // indexed yet (leads_search_pending, a handful) are checked row by row.
             w.push(
-                "l.id IN (SELECT rowid FROM leads_search WHERE leads_search MATCH ?) \
+                "(l.id IN (SELECT rowid FROM leads_search WHERE leads_search MATCH ?) \
+                   OR l.id IN (SELECT lead_id FROM leads_search_pending)) \
                  AND (genied_icontains(l.name, ?) OR genied_icontains(l.email, ?) OR genied_icontains(l.phone, ?))"
                     .into(),
             );
@@ -209,6 +211,34 @@ fn trigram_query(term: &str) -> String {
         }
     }
     parts.join(" AND ")
+}
+
+/// Whether some lead waits to be indexed for search.
+pub fn search_pending(c: &Connection) -> rusqlite::Result<bool> {
+    c.prepare_cached("SELECT EXISTS (SELECT 1 FROM leads_search_pending)")?
+        .query_row([], |r| r.get(0))
+}
+
+/// Indexes up to `limit` pending leads for search, oldest first, in the caller's
+/// transaction (one FTS5 segment for the batch); returns how many.
+pub fn index_pending(c: &Connection, limit: i64) -> rusqlite::Result<usize> {
+    let ids: Vec<i64> = c
+        .prepare_cached("SELECT lead_id FROM leads_search_pending ORDER BY lead_id LIMIT ?1")?
+        .query_map([limit], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let Some(last) = ids.last() else {
+        return Ok(0);
+    };
+    // A pending lead always exists: deleting a lead removes its pending row.
+    c.prepare_cached(
+        "INSERT INTO leads_search (rowid, name, email, phone)
+         SELECT l.id, l.name, l.email, l.phone FROM leads_search_pending p JOIN leads l ON l.id = p.lead_id
+         WHERE p.lead_id <= ?1",
+    )?
+    .execute([last])?;
+    c.prepare_cached("DELETE FROM leads_search_pending WHERE lead_id <= ?1")?
+        .execute([last])?;
+    Ok(ids.len())
 }
 
 /// `genied_icontains(haystack, needle)`: whether `needle` occurs in `haystack`, ignoring

@@ -172,3 +172,40 @@ pub async fn update(
     }
     Ok(after)
 }
+
+/// Leads indexed for search per transaction. One FTS5 segment a batch instead of one a lead.
+const SEARCH_BATCH: i64 = 1000;
+
+/// Indexes new and renamed leads for search in batches, half a second apart, until `stop`
+/// (see migration V11: a lead create no longer writes the search index itself). Searches
+/// find pending leads all the same, so how far behind this runs changes only their cost.
+pub async fn search_indexer(app: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        loop {
+            match app.db.read(|c| Ok(repo::search_pending(c)?)).await {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "lead search indexer: could not read");
+                    break;
+                }
+            }
+            match app
+                .db
+                .write(|c| Ok(repo::index_pending(c, SEARCH_BATCH)?))
+                .await
+            {
+                Ok(n) if n as i64 == SEARCH_BATCH => {}
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "lead search indexer: could not index");
+                    break;
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}

@@ -1108,4 +1108,73 @@ async fn search_matches_the_whole_term_not_its_trigrams_apart() {
         )
         .await;
     assert_eq!(stats.ok(200)["stats"]["total"], 1, "{:?}", stats.data());
+
+    // The same answers once the background indexer has taken the pending leads in (run here
+    // by hand so the test does not wait for it), and after a rename and a delete of indexed
+    // leads; the index stays consistent with the table.
+    let index = || {
+        app.state.db.write(|c| {
+            while genied::db::leads::index_pending(c, 2)? > 0 {}
+            Ok(())
+        })
+    };
+    index().await.unwrap();
+    let pending = || {
+        app.state
+            .db
+            .read(|c| Ok(genied::db::leads::search_pending(c)?))
+    };
+    assert!(!pending().await.unwrap());
+    assert_eq!(
+        ids(&search("love").await),
+        vec![whole["id"].as_i64().unwrap()]
+    );
+    assert_eq!(
+        ids(&search("ÖZLEM").await),
+        vec![unicode["id"].as_i64().unwrap()]
+    );
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(whole["id"].clone()),
+        json!({"name": "Jo Smithers"}),
+    )
+    .await
+    .ok(200);
+    assert!(
+        pending().await.unwrap(),
+        "a renamed lead waits to be indexed again"
+    );
+    assert!(ids(&search("love").await).is_empty());
+    assert_eq!(
+        ids(&search("smither").await),
+        vec![whole["id"].as_i64().unwrap()]
+    );
+    app.call(
+        &u.token,
+        "leads",
+        "delete",
+        Some(unicode["id"].clone()),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    index().await.unwrap();
+    assert!(ids(&search("love").await).is_empty());
+    assert_eq!(
+        ids(&search("smither").await),
+        vec![whole["id"].as_i64().unwrap()]
+    );
+    assert!(ids(&search("özlem").await).is_empty());
+    app.state
+        .db
+        .write(|c| {
+            Ok(c.execute(
+                "INSERT INTO leads_search (leads_search, rank) VALUES ('integrity-check', 1)",
+                [],
+            )?)
+        })
+        .await
+        .expect("the search index matches the leads table");
 }
