@@ -169,6 +169,36 @@ pub fn records() -> Map<String, Value> {
         ),
     );
     m.insert(
+        "GenieVersion".into(),
+        object(
+            &["version", "created_at", "summary", "live"],
+            json!({
+                "version": {"type": ["integer", "string"], "description": "a number, or \"draft\""},
+                "created_at": time(), "created_by": ns(), "summary": s(), "live": b(),
+                "base_version": n("integer"),
+                "config": {"type": "object", "description": "Only in get-version: what the genie says and does"},
+            }),
+        ),
+    );
+    m.insert(
+        "ConfigChange".into(),
+        object(
+            &["path", "from", "to"],
+            json!({"path": s(), "from": any(), "to": any()}),
+        ),
+    );
+    m.insert(
+        "GenieVersionStats".into(),
+        object(
+            &["version", "conversations", "analysed"],
+            json!({
+                "version": n("integer"), "conversations": t("integer"),
+                "average_duration_seconds": n("number"), "analysed": t("integer"),
+                "successful_share": n("number"),
+            }),
+        ),
+    );
+    m.insert(
         "Conversation".into(),
         object(
             &["id", "channel", "status", "started_at", "created_at"],
@@ -280,7 +310,37 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             &["genies", "nextCursor", "hasMore"],
             json!({"genies": arr(r("Genie")), "nextCursor": n("string"), "hasMore": t("boolean")}),
         ),
-        ("genies", "get" | "create" | "update" | "clone") => one("genie", "Genie"),
+        ("genies", "get" | "create" | "clone") => one("genie", "Genie"),
+        ("genies", "update") => json!({"anyOf": [
+            one("genie", "Genie"),
+            object(&["draft", "changes"], json!({
+                "draft": r("GenieVersion"), "changes": arr(r("ConfigChange")),
+            })),
+        ], "description": "`{genie}`, or `{draft, changes}` with `data.draft: true`"}),
+        ("genies", "versions") => object(
+            &["versions", "count"],
+            json!({"versions": arr(r("GenieVersion")), "count": count(),
+                   "draft": n("object"), "traffic": any()}),
+        ),
+        ("genies", "get-version") => one("version", "GenieVersion"),
+        ("genies", "diff") => object(
+            &["changes"],
+            json!({"changes": arr(r("ConfigChange")), "from": t("string"), "to": t("string")}),
+        ),
+        ("genies", "rollback" | "publish") => object(
+            &["genie", "version"],
+            json!({"genie": r("Genie"), "version": n("integer")}),
+        ),
+        ("genies", "discard-draft") => object(
+            &["id", "discarded"],
+            json!({"id": t("string"), "discarded": t("boolean")}),
+        ),
+        ("genies", "set-traffic") => {
+            object(&["traffic"], json!({"traffic": arr(r("TrafficShare"))}))
+        }
+        ("genies", "version-stats") => {
+            object(&["stats"], json!({"stats": arr(r("GenieVersionStats"))}))
+        }
         ("genies", "reorder") => object(&["updated"], json!({"updated": count()})),
         ("knowledge-base", "all" | "list") => page("documents", r("Document"), "total"),
         ("knowledge-base", "get" | "create" | "update") => one("document", "Document"),
