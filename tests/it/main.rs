@@ -16,6 +16,7 @@ mod durability;
 mod envelope;
 mod fuzz_smoke;
 mod genie_groups;
+mod genie_tests;
 mod genie_versions;
 mod genies;
 mod harness;

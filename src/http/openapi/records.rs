@@ -181,6 +181,41 @@ pub fn records() -> Map<String, Value> {
         ),
     );
     m.insert(
+        "GenieTest".into(),
+        object(
+            &["id", "genie_id", "name", "criteria", "created_at"],
+            json!({
+                "id": s(), "genie_id": s(), "user_id": s(), "name": s(),
+                "turns": {"type": ["array", "null"], "items": s()},
+                "simulated_user": n("object"), "criteria": arr(n("object")),
+                "created_at": time(), "updated_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "GenieTestRun".into(),
+        object(
+            &[
+                "id",
+                "test_id",
+                "genie_id",
+                "target",
+                "status",
+                "created_at",
+            ],
+            json!({
+                "id": s(), "test_id": s(), "genie_id": s(), "user_id": s(),
+                "target": {"type": "string", "description": "draft, live, or the version number"},
+                "status": {"enum": ["queued", "running", "passed", "failed", "error"]},
+                "passed": n("boolean"), "transcript": arr(any()),
+                "results": arr(object(&["type", "passed", "reason"], json!({
+                    "type": s(), "value": any(), "passed": b(), "reason": s(),
+                }))),
+                "tokens": t("integer"), "error": ns(), "created_at": time(), "finished_at": ns(),
+            }),
+        ),
+    );
+    m.insert(
         "ConfigChange".into(),
         object(
             &["path", "from", "to"],
@@ -372,7 +407,7 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
         ("qr-code", "create" | "increment-download") => one("qr_code", "QrCode"),
         (
             "api-keys" | "genies" | "knowledge-base" | "worker-genies" | "conversations"
-            | "qr-code",
+            | "qr-code" | "genie-tests",
             "delete",
         )
         | ("worker-genies", "delete-credential") => r("Deleted"),
@@ -393,6 +428,7 @@ fn counted(key: &str) -> Value {
 pub fn success_status(resource: &str, action: &str) -> &'static str {
     match (resource, action) {
         ("worker-genies", "run") | ("webhooks", "redeliver") => "202",
+        ("genie-tests", "run" | "run-all") => "202",
         ("genies", "clone")
         | ("marketplace", "publish" | "install")
         | ("teams", "invite")
