@@ -427,6 +427,18 @@ pub fn serving(
     })
 }
 
+/// Lays the serving configuration's prompt, first message and LLM settings over what the
+/// page chat reads of a genie.
+pub fn serve_with(g: &mut db::page_chat::PageGenie, config: &Value) {
+    g.system_prompt = str_of(&config["system_prompt"]);
+    g.first_message = str_of(&config["first_message"]);
+    if let Some(m) = config["llm_model"].as_str() {
+        g.llm_model = m.to_string();
+    }
+    g.temperature = config["temperature"].as_f64();
+    g.max_tokens = config["max_tokens"].as_i64();
+}
+
 /// `set-traffic`: validates `[{version, weight}]` (existing versions, each once, integer
 /// weights summing to 100); an empty list removes the split.
 pub async fn set_traffic(

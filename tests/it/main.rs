@@ -17,6 +17,7 @@ mod envelope;
 mod fuzz_smoke;
 mod genie_groups;
 mod genie_tests;
+mod genie_traffic;
 mod genie_versions;
 mod genies;
 mod harness;

@@ -243,6 +243,7 @@ pub fn records() -> Map<String, Value> {
                 "duration_seconds": t("integer"), "turn_count": t("integer"), "summary": ns(),
                 "analysis": any(), "metadata": any(), "tags": any(),
                 "created_at": time(), "updated_at": time(),
+                "version": {"type": ["integer", "null"], "description": "The genie version that served it (public page chats)"},
                 "transcript": {"description": "Only in get, create, update and analyze answers"},
             }),
         ),
