@@ -1,7 +1,8 @@
 -- Issue #18: every change of what a genie says and does is an immutable numbered version.
--- `config` is the version's configuration as deflate-compressed JSON (a 10 KB prompt costs
--- about a third of that; see README, "Genie versions"). Live is the newest version; a draft
--- and a traffic split are one row each beside the genie, so `genies get` reads none of this.
+-- `config` is the version's configuration JSON, deflate-compressed: whole every 32nd version,
+-- otherwise as the edit from the version before (db/genie_versions.rs; README, "Genie
+-- versions", for what it costs). Live is the newest version; a draft and a traffic split are
+-- one row each beside the genie, so `genies get` reads none of this.
 CREATE TABLE genie_versions (
     genie_id    TEXT NOT NULL REFERENCES genies(id) ON DELETE CASCADE,
     version     INTEGER NOT NULL,

@@ -20,34 +20,126 @@ pub struct VersionMeta {
     pub summary: String,
 }
 
-fn pack(config: &Value) -> rusqlite::Result<Vec<u8>> {
+/// Every `SNAPSHOT_EVERY`th version is stored whole; the others as the edit from the
+/// version before (a common prefix and suffix kept, the middle stored), so a 10 KB prompt
+/// edited 1,000 times costs about the edits, and reading a version replays at most this
+/// many edits.
+const SNAPSHOT_EVERY: i64 = 32;
+const WHOLE: u8 = b'F';
+const EDIT: u8 = b'D';
+
+fn deflate(bytes: &[u8]) -> rusqlite::Result<Vec<u8>> {
     let mut enc = DeflateEncoder::new(Vec::new(), Compression::default());
-    enc.write_all(config.to_string().as_bytes())
+    enc.write_all(bytes)
         .and_then(|_| enc.finish())
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }
 
-fn unpack(blob: &[u8]) -> rusqlite::Result<Value> {
-    let mut text = String::new();
-    DeflateDecoder::new(blob)
-        .read_to_string(&mut text)
-        .map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e))
-        })?;
-    serde_json::from_str(&text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e))
-    })
+fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e))
+}
+
+fn inflate(bytes: &[u8]) -> rusqlite::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    DeflateDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .map_err(corrupt)?;
+    Ok(out)
+}
+
+/// `text` stored whole, or as its edit from `prev`.
+fn pack(text: &str, prev: Option<&str>) -> rusqlite::Result<Vec<u8>> {
+    let (new, mut out) = (text.as_bytes(), Vec::new());
+    match prev {
+        None => {
+            out.push(WHOLE);
+            out.extend(deflate(new)?);
+        }
+        Some(prev) => {
+            let old = prev.as_bytes();
+            let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+            let max_suffix = old.len().min(new.len()) - prefix;
+            let suffix = old
+                .iter()
+                .rev()
+                .zip(new.iter().rev())
+                .take(max_suffix)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let mut edit = Vec::new();
+            edit.extend((prefix as u32).to_be_bytes());
+            edit.extend((suffix as u32).to_be_bytes());
+            edit.extend(&new[prefix..new.len() - suffix]);
+            out.push(EDIT);
+            out.extend(deflate(&edit)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Applies a stored version onto the text of the version before it (`None` for a whole one).
+fn unpack(blob: &[u8], prev: Option<&[u8]>) -> rusqlite::Result<Vec<u8>> {
+    let (tag, body) = blob.split_first().ok_or_else(|| corrupt(std::fmt::Error))?;
+    let raw = inflate(body)?;
+    match (*tag, prev) {
+        (WHOLE, _) => Ok(raw),
+        (EDIT, Some(old)) if raw.len() >= 8 => {
+            let prefix = u32::from_be_bytes(raw[..4].try_into().expect("4 bytes")) as usize;
+            let suffix = u32::from_be_bytes(raw[4..8].try_into().expect("4 bytes")) as usize;
+            if prefix + suffix > old.len() {
+                return Err(corrupt(std::fmt::Error));
+            }
+            let mut out = old[..prefix].to_vec();
+            out.extend(&raw[8..]);
+            out.extend(&old[old.len() - suffix..]);
+            Ok(out)
+        }
+        _ => Err(corrupt(std::fmt::Error)),
+    }
+}
+
+/// The configuration text of version `version`: the nearest whole version at or before it,
+/// then the edits after it.
+fn text_of(c: &Connection, genie_id: &str, version: i64) -> rusqlite::Result<Option<String>> {
+    let mut st = c.prepare_cached(
+        "SELECT version, config FROM genie_versions WHERE genie_id = ?1 AND version <= ?2
+         ORDER BY version DESC LIMIT ?3",
+    )?;
+    let rows: Vec<(i64, Vec<u8>)> = st
+        .query_map(params![genie_id, version, SNAPSHOT_EVERY], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    if rows.first().map(|r| r.0) != Some(version) {
+        return Ok(None);
+    }
+    let start = rows
+        .iter()
+        .position(|(_, b)| b.first() == Some(&WHOLE))
+        .ok_or_else(|| corrupt(std::fmt::Error))?;
+    let mut text: Option<Vec<u8>> = None;
+    for (_, blob) in rows[..=start].iter().rev() {
+        text = Some(unpack(blob, text.as_deref())?);
+    }
+    String::from_utf8(text.unwrap_or_default())
+        .map(Some)
+        .map_err(corrupt)
+}
+
+fn parse(text: &str) -> rusqlite::Result<Value> {
+    serde_json::from_str(text).map_err(corrupt)
 }
 
 /// The newest version number and its configuration.
 pub fn latest(c: &Connection, genie_id: &str) -> rusqlite::Result<Option<(i64, Value)>> {
-    let row: Option<(i64, Vec<u8>)> = c
-        .prepare_cached(
-            "SELECT version, config FROM genie_versions WHERE genie_id = ?1 ORDER BY version DESC LIMIT 1",
-        )?
-        .query_row([genie_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    row.map(|(v, b)| Ok((v, unpack(&b)?))).transpose()
+    let newest: Option<i64> = c
+        .prepare_cached("SELECT MAX(version) FROM genie_versions WHERE genie_id = ?1")?
+        .query_row([genie_id], |r| r.get(0))?;
+    let Some(v) = newest else { return Ok(None) };
+    match text_of(c, genie_id, v)? {
+        Some(t) => Ok(Some((v, parse(&t)?))),
+        None => Ok(None),
+    }
 }
 
 /// Appends a version; returns its number (one past the newest).
@@ -64,18 +156,17 @@ pub fn insert(
         [genie_id],
         |r| r.get(0),
     )?;
+    let prev = if (next - 1) % SNAPSHOT_EVERY == 0 {
+        None
+    } else {
+        text_of(c, genie_id, next - 1)?
+    };
+    let blob = pack(&config.to_string(), prev.as_deref())?;
     c.prepare_cached(
         "INSERT INTO genie_versions (genie_id, version, config, created_by, created_at, summary)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![
-        genie_id,
-        next,
-        pack(config)?,
-        created_by,
-        at,
-        summary
-    ])?;
+    .execute(params![genie_id, next, blob, created_by, at, summary])?;
     Ok(next)
 }
 
@@ -102,24 +193,25 @@ pub fn get(
     genie_id: &str,
     version: i64,
 ) -> rusqlite::Result<Option<(VersionMeta, Value)>> {
-    let row: Option<(VersionMeta, Vec<u8>)> = c
+    let meta: Option<VersionMeta> = c
         .prepare_cached(
-            "SELECT version, created_at, created_by, summary, config FROM genie_versions
+            "SELECT version, created_at, created_by, summary FROM genie_versions
              WHERE genie_id = ?1 AND version = ?2",
         )?
         .query_row(params![genie_id, version], |r| {
-            Ok((
-                VersionMeta {
-                    version: r.get(0)?,
-                    created_at: r.get(1)?,
-                    created_by: r.get(2)?,
-                    summary: r.get(3)?,
-                },
-                r.get(4)?,
-            ))
+            Ok(VersionMeta {
+                version: r.get(0)?,
+                created_at: r.get(1)?,
+                created_by: r.get(2)?,
+                summary: r.get(3)?,
+            })
         })
         .optional()?;
-    row.map(|(m, b)| Ok((m, unpack(&b)?))).transpose()
+    let Some(meta) = meta else { return Ok(None) };
+    match text_of(c, genie_id, version)? {
+        Some(t) => Ok(Some((meta, parse(&t)?))),
+        None => Ok(None),
+    }
 }
 
 // ---- drafts --------------------------------------------------------------------------
@@ -290,4 +382,32 @@ pub fn set_documents(
         st.execute(params![genie_id, id, format!("{at}{i:04}")])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_replay_to_the_same_text() {
+        let cases = [
+            ("", "abc"),
+            ("abc", ""),
+            ("hello world", "hello brave world"),
+            ("aaaa", "aa"),
+            ("aa", "aaaa"),
+            ("héllo", "hèllo"),
+        ];
+        for (a, b) in cases {
+            let blob = pack(b, Some(a)).unwrap();
+            assert_eq!(
+                unpack(&blob, Some(a.as_bytes())).unwrap(),
+                b.as_bytes(),
+                "{a:?} -> {b:?}"
+            );
+        }
+        let whole = pack("x", None).unwrap();
+        assert_eq!(unpack(&whole, None).unwrap(), b"x");
+        assert!(unpack(&pack("x", Some("y")).unwrap(), None).is_err());
+    }
 }

@@ -419,3 +419,73 @@ async fn versions_survive_a_restart_and_documents_are_part_of_them() {
     assert_eq!(g["documents"], json!([]));
     assert_eq!(g["system_prompt"], json!("a"));
 }
+
+/// The README's storage figure: 1,000 versions of a genie whose prompt is 10 KB of English
+/// (the first 10,240 bytes of docs/api.md), each version a small edit of the one before, as
+/// `update` records them. Prints the database growth and holds it under a bound, so the
+/// figure cannot silently go stale.
+#[tokio::test]
+async fn a_thousand_versions_of_a_10_kb_prompt_stay_small_on_disk() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let id = insert_genie(&app, &u, "Big").await;
+    let doc = include_str!("../../docs/api.md");
+    let base: String = doc.chars().take(10_240).collect();
+    let (gid, uid, text_len) = (id.clone(), u.id.clone(), base.len());
+    let (before, after, payload) = app
+        .state
+        .db
+        .write(move |c| {
+            let pages = |c: &rusqlite::Connection| -> rusqlite::Result<i64> {
+                c.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
+                    .and_then(|n| {
+                        Ok(n * c.query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))?)
+                    })
+            };
+            let before = pages(c)?;
+            let mut config = genied::service::genie_versions::current(c, &gid)?.unwrap();
+            for i in 0..1000 {
+                config["system_prompt"] =
+                    json!(format!("{base}\nRule {i}: mention offer {i} once."));
+                genied::service::genie_versions::record(
+                    c,
+                    &gid,
+                    None,
+                    &config,
+                    Some(&uid),
+                    None,
+                    false,
+                )?;
+            }
+            let payload: i64 = c.query_row(
+                "SELECT SUM(length(config)) FROM genie_versions WHERE genie_id = ?1",
+                [&gid],
+                |r| r.get(0),
+            )?;
+            Ok((before, pages(c)?, payload))
+        })
+        .await
+        .unwrap();
+    let grown = after - before;
+    println!(
+        "1,000 versions, 10 KB prompt: database grew {grown} bytes; compressed configurations {payload} bytes \
+         (uncompressed about {} bytes)",
+        1000 * (text_len + 300)
+    );
+    assert_eq!(versions(&app, &u, &id).await["count"], json!(1000));
+    // Whole versions, edits right after them and long chains of edits all read back exactly.
+    for v in [1, 2, 32, 33, 34, 500, 999, 1000] {
+        let r = call(&app, &u, "get-version", &id, json!({"version": v})).await;
+        let prompt = r.ok(200)["version"]["config"]["system_prompt"].clone();
+        let want = format!(
+            "{}\nRule {}: mention offer {} once.",
+            doc.chars().take(10_240).collect::<String>(),
+            v - 1,
+            v - 1
+        );
+        assert!(prompt == json!(want), "version {v} reads back wrong");
+    }
+    // Stored as edits, a small fraction of the 10 MB the plain text would take.
+    assert!(grown < 1_000_000, "grew {grown} bytes");
+    assert!(payload < 500_000, "{payload}");
+}
