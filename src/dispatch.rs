@@ -39,6 +39,9 @@ async fn run(app: &AppState, job: &Job) -> ApiResult<()> {
         crate::service::genies::CLEANUP_JOB => {
             crate::service::genies::run_cleanup(app, &job.payload).await
         }
+        crate::service::genie_tests::RUN_JOB => {
+            crate::service::genie_tests::run_job(app, &job.payload).await
+        }
         crate::service::conversations::REPORT_JOB => {
             crate::service::conversations::report_job(app, &job.payload).await
         }

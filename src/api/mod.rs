@@ -10,6 +10,7 @@ pub mod document_folders;
 pub mod documents;
 pub mod error;
 pub mod genie_groups;
+pub mod genie_tests;
 pub mod genies;
 pub mod input;
 pub mod lead_notes;
@@ -46,6 +47,7 @@ use crate::state::AppState;
 pub const RESOURCES: &[&Resource] = &[
     &genies::RESOURCE,
     &genie_groups::RESOURCE,
+    &genie_tests::RESOURCE,
     &conversations::RESOURCE,
     &documents::RESOURCE,
     &document_folders::RESOURCE,

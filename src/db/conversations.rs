@@ -40,6 +40,8 @@ pub struct Conversation {
     pub tags: Value,
     pub created_at: String,
     pub updated_at: String,
+    /// The genie version that served it (public page chats), when known.
+    pub version: Option<i64>,
     /// Only in `get` (and create/update/analyze answers): `[{role, message, text, time_in_call_secs}]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transcript: Option<Value>,
@@ -56,13 +58,13 @@ impl Conversation {
 
 const COLS: &str = "c.id, c.user_id, c.genie_id, g.name, c.external_id, c.channel, c.status, c.started_at,
     c.duration_seconds, json_array_length(c.transcript), c.summary, c.analysis, c.metadata, c.tags, c.created_at,
-    c.updated_at";
+    c.updated_at, c.version";
 
 fn from_row(r: &Row, with_transcript: bool) -> rusqlite::Result<Conversation> {
     let genie_id: Option<String> = r.get(2)?;
     let genie_name: Option<String> = r.get(3)?;
     let transcript = if with_transcript {
-        let raw = json_col(r.get(16)?, json!([]));
+        let raw = json_col(r.get(17)?, json!([]));
         let turns: Vec<Value> = raw
             .as_array()
             .map(|a| {
@@ -102,6 +104,7 @@ fn from_row(r: &Row, with_transcript: bool) -> rusqlite::Result<Conversation> {
         tags: json_col(r.get(13)?, json!([])),
         created_at: r.get(14)?,
         updated_at: r.get(15)?,
+        version: r.get(16)?,
         transcript,
     })
 }

@@ -11,6 +11,8 @@ pub mod document_folders;
 pub mod documents;
 pub mod email_logs;
 pub mod genie_groups;
+pub mod genie_tests;
+pub mod genie_versions;
 pub mod genies;
 pub mod health;
 pub mod jobs;

@@ -56,11 +56,13 @@ pub struct OpenChat {
     pub started_at: String,
     /// The stored transcript, as JSON text.
     pub transcript: String,
+    /// The genie version that serves it.
+    pub version: Option<i64>,
 }
 
 pub fn open_chat(c: &Connection, id: &str, genie_id: &str) -> rusqlite::Result<Option<OpenChat>> {
     c.query_row(
-        "SELECT id, started_at, transcript FROM conversations
+        "SELECT id, started_at, transcript, version FROM conversations
          WHERE id = ?1 AND genie_id = ?2 AND channel = 'web' AND status = 'in-progress'",
         [id, genie_id],
         |r| {
@@ -68,6 +70,7 @@ pub fn open_chat(c: &Connection, id: &str, genie_id: &str) -> rusqlite::Result<O
                 id: r.get(0)?,
                 started_at: r.get(1)?,
                 transcript: r.get(2)?,
+                version: r.get(3)?,
             })
         },
     )
@@ -81,13 +84,14 @@ pub struct NewChat<'a> {
     pub started_at: &'a str,
     pub transcript: &'a str,
     pub metadata: &'a str,
+    pub version: Option<i64>,
 }
 
 pub fn insert_chat(c: &Connection, n: &NewChat) -> rusqlite::Result<()> {
     c.execute(
         "INSERT INTO conversations (id, user_id, genie_id, channel, status, started_at, duration_seconds,
-             transcript, metadata, created_at, updated_at)
-         VALUES (?1, ?2, ?3, 'web', 'in-progress', ?4, 0, ?5, ?6, ?7, ?7)",
+             transcript, metadata, created_at, updated_at, version)
+         VALUES (?1, ?2, ?3, 'web', 'in-progress', ?4, 0, ?5, ?6, ?7, ?7, ?8)",
         params![
             n.id,
             n.user_id,
@@ -95,7 +99,8 @@ pub fn insert_chat(c: &Connection, n: &NewChat) -> rusqlite::Result<()> {
             n.started_at,
             n.transcript,
             n.metadata,
-            super::now()
+            super::now(),
+            n.version
         ],
     )?;
     Ok(())

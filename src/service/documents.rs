@@ -47,7 +47,16 @@ where
         .db
         .write(move |c| {
             let g = genie(c, &scope.user_id, admin, &g2)?;
-            change(c, &scope, &g)
+            let before = crate::service::genie_versions::current(c, &g)?;
+            let n = change(c, &scope, &g)?;
+            // Attached documents are part of what the genie says: a version, same transaction.
+            crate::service::genie_versions::record_current(
+                c,
+                &g,
+                before.as_ref(),
+                Some(&scope.user_id),
+            )?;
+            Ok(n)
         })
         .await?;
     pipeline::push_genies(app, &[genie_id.to_string()]).await;

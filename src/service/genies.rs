@@ -12,8 +12,10 @@ use crate::db;
 use crate::db::genies::{self as repo, GenieRow, PhoneRow};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::knowledge::agents::kb_refs;
+use crate::service::genie_versions;
 use crate::state::AppState;
-use crate::voice::AgentSpec;
+use crate::voice::{AgentSpec, KbDocRef};
 
 /// Job kind that removes a deleted genie's agent and numbers from the provider.
 pub const CLEANUP_JOB: &str = "genie.cleanup";
@@ -74,6 +76,16 @@ pub async fn provision(
                 )));
             }
             repo::insert(c, &r)?;
+            let cfg = genie_versions::config_of(&r, &[]);
+            genie_versions::record(
+                c,
+                &r.id,
+                None,
+                &cfg,
+                Some(&r.user_id),
+                Some("created"),
+                true,
+            )?;
             if let Some(p) = p {
                 repo::insert_phone(
                     c,
@@ -123,6 +135,9 @@ pub async fn provision_clone(
             r.sort_order = repo::next_sort_order(c, &r.user_id)?;
             repo::insert(c, &r)?;
             repo::copy_documents(c, &src_id, &r.id, &r.created_at)?;
+            let cfg = genie_versions::config_of(&r, &repo::documents(c, &r.id)?);
+            let note = format!("cloned from genie {src_id}");
+            genie_versions::record(c, &r.id, None, &cfg, Some(&r.user_id), Some(&note), true)?;
             Ok(r)
         })
         .await;
@@ -211,4 +226,149 @@ pub async fn cleanup_or_queue(app: &AppState, agent_id: Option<String>, number_i
 /// The first retry of a clean-up that just failed inline.
 fn retry_delay() -> Duration {
     Duration::from_secs(30)
+}
+
+// ---- changing a live genie -----------------------------------------------------------
+
+/// An edit of a genie row that validates as it goes.
+pub type Edit = Box<dyn FnOnce(&mut GenieRow) -> ApiResult<()> + Send>;
+
+/// What [`apply`] changes: the edit of the row, and optionally the document set.
+pub struct Changes {
+    /// Edits the stored row (validating as it goes); runs under the genie's lock.
+    pub edit: Edit,
+    /// The genie's new document ids (those still attachable are linked); `None` keeps them.
+    pub documents: Option<Vec<String>>,
+    /// The version's summary; `None`: the fields that changed.
+    pub note: Option<String>,
+    /// Record a version even when the configuration did not change (a rollback to live).
+    pub always_record: bool,
+}
+
+impl Changes {
+    pub fn edit(f: impl FnOnce(&mut GenieRow) -> ApiResult<()> + Send + 'static) -> Changes {
+        Changes {
+            edit: Box::new(f),
+            documents: None,
+            note: None,
+            always_record: false,
+        }
+    }
+    /// Makes a version's configuration (documents included) the genie's.
+    pub fn config(config: Value, note: String) -> Changes {
+        let docs = genie_versions::documents_of(&config);
+        Changes {
+            edit: Box::new(move |g| {
+                genie_versions::apply_config(g, &config);
+                Ok(())
+            }),
+            documents: Some(docs),
+            note: Some(note),
+            always_record: true,
+        }
+    }
+}
+
+/// The genie after [`apply`], and the version it recorded (none when nothing the genie
+/// says or does changed, e.g. a rename).
+pub struct Applied {
+    pub row: GenieRow,
+    pub version: Option<i64>,
+}
+
+/// Applies a change to the live genie: edits the row under the genie's lock, pushes the
+/// agent to the voice provider when what it is told changed, then stores the row, its
+/// documents and the new version in one transaction. `update`, `publish` and `rollback`
+/// call this (and a provider `pull` may). `by` is the acting user; access is the caller's
+/// to check first.
+pub async fn apply(
+    app: &AppState,
+    by: &str,
+    genie_id: &str,
+    changes: Changes,
+) -> ApiResult<Applied> {
+    let _guard = crate::knowledge::agents::lock_genie(genie_id).await;
+    let (id, owner_docs) = (genie_id.to_string(), changes.documents.clone());
+    let (old, docs, new_docs) = app
+        .db
+        .read(move |c| {
+            let g = repo::find(c, &id)?.ok_or_else(ApiError::agent_not_found)?;
+            let docs = repo::documents(c, &id)?;
+            let new_docs = match &owner_docs {
+                Some(ids) => db::genie_versions::attachable(c, &g.user_id, ids)?,
+                None => docs.clone(),
+            };
+            Ok((g, docs, new_docs))
+        })
+        .await?;
+    let mut row = old.clone();
+    (changes.edit)(&mut row)?;
+    row.updated_at = db::now();
+    let new_spec = agent_spec(&row, kb_refs(&new_docs));
+    let changed =
+        serde_json::to_value(&new_spec)? != serde_json::to_value(agent_spec(&old, kb_refs(&docs)))?;
+    if changed && let Some(agent) = &row.external_agent_id {
+        app.voice.update_agent(agent, &new_spec).await?;
+    }
+    let before = genie_versions::config_of(&old, &docs);
+    let after = genie_versions::config_of(&row, &new_docs);
+    let (r, by) = (row.clone(), by.to_string());
+    let relink = changes.documents.is_some();
+    let version = app
+        .db
+        .write(move |c| {
+            if let Some(slug) = &r.page_slug
+                && repo::slug_taken(c, slug, &r.id)?
+            {
+                return Err(ApiError::conflict(format!(
+                    "data.page_slug '{slug}' is already used by another genie"
+                )));
+            }
+            if !repo::save(c, &r)? {
+                return Err(ApiError::agent_not_found());
+            }
+            if relink {
+                let ids: Vec<String> = new_docs.iter().map(|d| d.id.clone()).collect();
+                db::genie_versions::set_documents(c, &r.id, &ids, &r.updated_at)?;
+            }
+            genie_versions::record(
+                c,
+                &r.id,
+                Some(&before),
+                &after,
+                Some(&by),
+                changes.note.as_deref(),
+                changes.always_record,
+            )
+        })
+        .await?;
+    Ok(Applied { row, version })
+}
+
+/// What the voice provider is told about this genie.
+pub fn agent_spec(g: &GenieRow, knowledge_base: Vec<KbDocRef>) -> AgentSpec {
+    let num = |p: &str| g.settings.pointer(p).and_then(Value::as_f64);
+    AgentSpec {
+        name: g.name.clone(),
+        system_prompt: g.system_prompt.clone(),
+        first_message: g.first_message.clone(),
+        language: g
+            .settings
+            .pointer("/conversation_config/agent/language")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        multilingual: g.multilingual,
+        voice_id: g.voice_id.clone(),
+        llm_model: g.llm_model.clone(),
+        temperature: g.temperature,
+        max_tokens: g.max_tokens,
+        stability: num("/conversation_config/tts/stability"),
+        similarity_boost: num("/conversation_config/tts/similarity_boost"),
+        speed: num("/conversation_config/tts/speed"),
+        max_duration_seconds: g.max_duration_seconds,
+        turn_timeout_seconds: g.turn_timeout_seconds,
+        silence_end_seconds: g.silence_end_seconds,
+        turn_mode: Some(g.turn_mode.clone()),
+        knowledge_base,
+    }
 }

@@ -7,6 +7,8 @@
 pub mod api_keys;
 pub mod conversations;
 pub mod documents;
+pub mod genie_tests;
+pub mod genie_versions;
 pub mod genies;
 pub mod leads;
 pub mod marketplace;

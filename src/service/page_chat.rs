@@ -15,6 +15,7 @@ use serde_json::json;
 use crate::db::{self, page_chat as store};
 use crate::error::{ApiError, ApiResult};
 use crate::llm::{ChatRequest, Message};
+use crate::service::genie_versions;
 use crate::state::AppState;
 
 pub use crate::db::page_chat::PageGenie;
@@ -112,10 +113,12 @@ pub async fn chat(
     }
     let configured = app.llm.is_some();
     let m2 = message.clone();
-    let (genie, open, passages) = app
+    let new_id = db::new_id();
+    let n2 = new_id.clone();
+    let (genie, open, passages, version) = app
         .db
         .read(move |c| {
-            let g = store::find_active(c, &slug)?.ok_or_else(ApiError::agent_not_found)?;
+            let mut g = store::find_active(c, &slug)?.ok_or_else(ApiError::agent_not_found)?;
             let open = match conversation_id {
                 None => None,
                 Some(id) => Some(
@@ -123,13 +126,17 @@ pub async fn chat(
                         .ok_or_else(|| ApiError::not_found("conversation"))?,
                 ),
             };
+            // The version serving this conversation (the traffic split picks it for a new one).
+            let id = open.as_ref().map(|o| o.id.clone()).unwrap_or(n2);
+            let serving = genie_versions::serving(c, &g.id, &id, open.as_ref().map(|o| o.version))?;
+            genie_versions::serve_with(&mut g, &serving.config);
             // No model to give them to: no search either.
             let hits = if configured {
                 store::passages(c, &g, &m2, PASSAGES)?
             } else {
                 Vec::new()
             };
-            Ok((g, open, hits))
+            Ok((g, open, hits, serving.version))
         })
         .await?;
     let citations: Vec<Citation> = passages
@@ -229,10 +236,7 @@ pub async fn chat(
         });
     }
     let text = serde_json::to_string(&transcript)?;
-    let id = open
-        .as_ref()
-        .map(|o| o.id.clone())
-        .unwrap_or_else(db::new_id);
+    let id = open.as_ref().map(|o| o.id.clone()).unwrap_or(new_id);
     let (id2, gid, uid, is_new) = (
         id.clone(),
         genie.id.clone(),
@@ -254,6 +258,7 @@ pub async fn chat(
                         started_at: &started_at,
                         transcript: &text,
                         metadata: &meta,
+                        version,
                     },
                 )?;
             } else {

@@ -95,6 +95,14 @@ const TABLE: &[Row] = &[
     r("genies", "release-phone", Some("$genie"), "{}", ANF),
     r("genies", "assign", Some("$genie"), r#"{"userId":"$userB"}"#, ANF),
     r("genies", "unassign", Some("$genie"), r#"{"userId":"$consumer"}"#, ANF),
+    r("genies", "versions", Some("$genie"), "{}", ANF),
+    r("genies", "get-version", Some("$genie"), r#"{"version":1}"#, ANF),
+    r("genies", "diff", Some("$genie"), r#"{"from":1,"to":1}"#, ANF),
+    r("genies", "version-stats", Some("$genie"), "{}", ANF),
+    r("genies", "rollback", Some("$genie"), r#"{"version":1}"#, ANF),
+    r("genies", "publish", Some("$genie"), "{}", ANF),
+    r("genies", "discard-draft", Some("$genie"), "{}", ANF),
+    r("genies", "set-traffic", Some("$genie"), r#"{"traffic":[]}"#, ANF),
     // genie-groups
     r("genie-groups", "all", None, "{}", Exp::Own(200)),
     r("genie-groups", "list", None, "{}", Exp::Own(200)),
@@ -201,6 +209,17 @@ const TABLE: &[Row] = &[
     r("worker-genies", "delete-credential", Some("$cred"), "{}", NF),
     r("worker-genies", "test-credential", None, r#"{"name":"a-only-cred"}"#, NF),
     // qr-code
+    r("genie-tests", "all", None, "{}", Exp::Own(200)),
+    r("genie-tests", "all", None, r#"{"genie_id":"$genie"}"#, ANF),
+    r("genie-tests", "all", None, r#"{"adminMode":true}"#, FB),
+    r("genie-tests", "get", Some("$gtest"), "{}", NF),
+    r("genie-tests", "create", None, r#"{"genie_id":"$genie","name":"t","turns":["hi"],"criteria":[{"type":"contains","value":"x"}]}"#, ANF),
+    r("genie-tests", "update", Some("$gtest"), r#"{"name":"pwned"}"#, NF),
+    r("genie-tests", "delete", Some("$gtest"), "{}", NF),
+    r("genie-tests", "run", Some("$gtest"), "{}", NF),
+    r("genie-tests", "run-all", None, r#"{"genie_id":"$genie"}"#, ANF),
+    r("genie-tests", "runs", Some("$gtest"), "{}", NF),
+    r("genie-tests", "runs", None, r#"{"genie_id":"$genie"}"#, ANF),
     r("qr-code", "all", None, "{}", Exp::Own(200)),
     r("qr-code", "list", None, r#"{"genie_id":"$genie"}"#, Exp::Own(200)),
     r("qr-code", "get", Some("$qr"), "{}", NF),
@@ -477,6 +496,17 @@ async fn world(app: &TestApp) -> World {
     let d = ok(
         app,
         &a,
+        "genie-tests",
+        "create",
+        None,
+        json!({"genie_id": genie, "name": "A's test", "turns": ["hello"],
+               "criteria": [{"type": "contains", "value": "hi"}]}),
+    )
+    .await;
+    ids.insert("gtest", s(&d["test"]["id"]));
+    let d = ok(
+        app,
+        &a,
         "webhooks",
         "create",
         None,
@@ -583,6 +613,7 @@ async fn a_view(app: &TestApp, w: &World) -> Value {
         ("worker-genies", "runs", None, "{}"),
         ("worker-genies", "list-credentials", None, "{}"),
         ("qr-code", "get", Some("$qr"), "{}"),
+        ("genie-tests", "get", Some("$gtest"), "{}"),
         ("webhooks", "get", Some("$webhook"), "{}"),
         ("webhooks", "deliveries", Some("$webhook"), "{}"),
         ("teams", "get", Some("$team"), "{}"),

@@ -297,6 +297,7 @@ async fn chat_answers_from_the_genies_documents_with_its_own_model_and_greeting(
         max_tokens: Some(321),
         system_contains: vec!["You are the bakery's assistant.".into(), PRICE.into()],
         nowhere: vec!["9 marks".into()],
+        ..Default::default()
     });
     llm.push([
         Turn::Answer("It costs 6 euros."),
@@ -321,6 +322,7 @@ async fn chat_answers_from_the_genies_documents_with_its_own_model_and_greeting(
         max_tokens: Some(321),
         system_contains: vec!["Parking is behind the old church.".into()],
         nowhere: vec!["9 marks".into()],
+        ..Default::default()
     });
     let r = say(&app, "sunny", Some(&cid), "Where can I park the car?").await;
     assert_eq!(llm.problems(), Vec::<String>::new());

@@ -170,6 +170,8 @@ pub struct UpdateGenie {
     pub max_calls: Option<Option<i64>>,
     #[serde(alias = "page_slug")]
     pub page_slug: Option<String>,
+    /// Stage the change as the genie's draft instead of making it live (`publish` does).
+    pub draft: Option<bool>,
 }
 
 #[derive(Deserialize, Debug, schemars::JsonSchema)]
@@ -311,6 +313,7 @@ pub fn new_row(b: &CreateGenie, id: String, owner: String, now: String) -> ApiRe
         turn_mode: b.turn_mode.clone(),
         max_calls: b.max_calls.map(Some),
         page_slug: b.page_slug.clone(),
+        draft: None,
     };
     apply_fields(&mut g, &u, true)?;
     Ok(g)

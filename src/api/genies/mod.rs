@@ -16,6 +16,7 @@ pub(crate) mod list;
 mod phone;
 mod settings;
 mod update;
+mod versions;
 mod view;
 
 use super::action::{Action, Resource, handler, schema};
@@ -137,5 +138,29 @@ pub const RESOURCE: Resource = Resource {
             .conflict()
             .upstream(),
         Action::write("reorder", handler!(clone::reorder)).data(super::action::sort_request),
+        Action::read("versions", handler!(versions::list)).id(),
+        Action::read("get-version", handler!(versions::get_version))
+            .id()
+            .data(schema::<versions::VersionReq>),
+        Action::read("diff", handler!(versions::diff))
+            .id()
+            .data(schema::<versions::DiffReq>),
+        Action::write("rollback", handler!(versions::rollback))
+            .id()
+            .data(schema::<versions::RollbackReq>)
+            .conflict()
+            .upstream(),
+        Action::write("publish", handler!(versions::publish))
+            .id()
+            .data(schema::<versions::PublishReq>)
+            .conflict()
+            .upstream(),
+        Action::write("discard-draft", handler!(versions::discard_draft))
+            .id()
+            .conflict(),
+        Action::write("set-traffic", handler!(versions::set_traffic))
+            .id()
+            .data(schema::<versions::TrafficReq>),
+        Action::read("version-stats", handler!(versions::stats)).id(),
     ],
 };

@@ -8,7 +8,6 @@ use serde_json::{Map, Value, json};
 use super::checks::{DEFAULT_LLM, non_empty, object, positive_f, positive_i, range, turn_mode};
 use crate::db::genies::GenieRow;
 use crate::error::{ApiError, ApiResult};
-use crate::voice::{AgentSpec, KbDocRef};
 
 /// RFC 7386 merge: objects merge member by member, `null` removes a member, anything else
 /// replaces.
@@ -224,28 +223,4 @@ pub fn effective_settings(g: &GenieRow) -> Value {
     s
 }
 
-/// What the voice provider is told about this genie.
-pub fn agent_spec(g: &GenieRow, knowledge_base: Vec<KbDocRef>) -> AgentSpec {
-    let num = |p: &[&str]| get_path(&g.settings, p).and_then(Value::as_f64);
-    AgentSpec {
-        name: g.name.clone(),
-        system_prompt: g.system_prompt.clone(),
-        first_message: g.first_message.clone(),
-        language: get_path(&g.settings, &P_LANG)
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        multilingual: g.multilingual,
-        voice_id: g.voice_id.clone(),
-        llm_model: g.llm_model.clone(),
-        temperature: g.temperature,
-        max_tokens: g.max_tokens,
-        stability: num(&P_STAB),
-        similarity_boost: num(&P_SIM),
-        speed: num(&P_SPEED),
-        max_duration_seconds: g.max_duration_seconds,
-        turn_timeout_seconds: g.turn_timeout_seconds,
-        silence_end_seconds: g.silence_end_seconds,
-        turn_mode: Some(g.turn_mode.clone()),
-        knowledge_base,
-    }
-}
+pub use crate::service::genies::agent_spec;

@@ -1,58 +1,46 @@
-//! `update`, and pushing a genie's documents to the provider.
+//! `update`: live at once (pushed to the provider and recorded as a version, through
+//! `service::genies::apply`), or staged as the genie's draft with `data.draft: true`.
 
 use serde_json::json;
 
 use super::input::{self, UpdateGenie};
-use super::settings;
 use super::{check_group, load_manageable, reload_updated};
 use crate::api::{ActionRequest, Ctx, Reply};
-use crate::db;
-use crate::db::genies as repo;
-use crate::error::{ApiError, ApiResult};
-use crate::knowledge::agents::{kb_refs, lock_genie};
+use crate::error::ApiResult;
+use crate::service::{genie_versions, genies};
 
 pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let body: UpdateGenie = req.data()?;
-    let _guard = lock_genie(&id).await;
     let old = load_manageable(ctx, &id).await?;
-    let mut row = old.clone();
-    input::apply_update(&mut row, &body)?;
-    if let Some(g) = &body.group_id {
-        row.group_id = match g {
-            None => None,
-            Some(g) => Some(check_group(&ctx.app, &old.user_id, g, "data.group_id").await?),
-        };
-    }
-    row.updated_at = db::now();
-    let docs = {
-        let id = id.clone();
-        ctx.db().read(move |c| Ok(repo::documents(c, &id)?)).await?
+    // The group is checked before the genie's lock is taken (it reads another table).
+    let group = match &body.group_id {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(g)) => Some(Some(
+            check_group(&ctx.app, &old.user_id, g, "data.group_id").await?,
+        )),
     };
-    let new_spec = settings::agent_spec(&row, kb_refs(&docs));
-    let changed = serde_json::to_value(&new_spec)?
-        != serde_json::to_value(settings::agent_spec(&old, kb_refs(&docs)))?;
-    if changed && let Some(agent) = &row.external_agent_id {
-        ctx.app.voice.update_agent(agent, &new_spec).await?;
+    let edit = move |row: &mut crate::db::genies::GenieRow| {
+        input::apply_update(row, &body)?;
+        if let Some(g) = group {
+            row.group_id = g;
+        }
+        Ok(())
+    };
+    if req.data.get("draft").and_then(|d| d.as_bool()) == Some(true) {
+        let staged = genie_versions::stage(&ctx.app, ctx.user_id(), &id, edit).await?;
+        return Ok(Reply::ok(staged)
+            .record(&id)
+            .summary(format!("staged a draft of genie '{}'", old.name)));
     }
-    let r = row.clone();
-    ctx.db()
-        .write(move |c| {
-            if let Some(slug) = &r.page_slug
-                && repo::slug_taken(c, slug, &r.id)?
-            {
-                return Err(ApiError::conflict(format!(
-                    "data.page_slug '{slug}' is already used by another genie"
-                )));
-            }
-            if !repo::save(c, &r)? {
-                return Err(ApiError::agent_not_found());
-            }
-            Ok(())
-        })
-        .await?;
-    let genie = reload_updated(&ctx.app, &id, &row.user_id).await?;
+    let applied = genies::apply(&ctx.app, ctx.user_id(), &id, genies::Changes::edit(edit)).await?;
+    let genie = reload_updated(&ctx.app, &id, &applied.row.user_id).await?;
+    let summary = match applied.version {
+        Some(v) => format!("updated genie '{}' (version {v})", applied.row.name),
+        None => format!("updated genie '{}'", applied.row.name),
+    };
     Ok(Reply::ok(json!({"genie": genie}))
         .record(&id)
-        .summary(format!("updated genie '{}'", row.name)))
+        .summary(summary))
 }

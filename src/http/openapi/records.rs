@@ -169,6 +169,71 @@ pub fn records() -> Map<String, Value> {
         ),
     );
     m.insert(
+        "GenieVersion".into(),
+        object(
+            &["version", "created_at", "summary", "live"],
+            json!({
+                "version": {"type": ["integer", "string"], "description": "a number, or \"draft\""},
+                "created_at": time(), "created_by": ns(), "summary": s(), "live": b(),
+                "base_version": n("integer"),
+                "config": {"type": "object", "description": "Only in get-version: what the genie says and does"},
+            }),
+        ),
+    );
+    m.insert(
+        "GenieTest".into(),
+        object(
+            &["id", "genie_id", "name", "criteria", "created_at"],
+            json!({
+                "id": s(), "genie_id": s(), "user_id": s(), "name": s(),
+                "turns": {"type": ["array", "null"], "items": s()},
+                "simulated_user": n("object"), "criteria": arr(n("object")),
+                "created_at": time(), "updated_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "GenieTestRun".into(),
+        object(
+            &[
+                "id",
+                "test_id",
+                "genie_id",
+                "target",
+                "status",
+                "created_at",
+            ],
+            json!({
+                "id": s(), "test_id": s(), "genie_id": s(), "user_id": s(),
+                "target": {"type": "string", "description": "draft, live, or the version number"},
+                "status": {"enum": ["queued", "running", "passed", "failed", "error"]},
+                "passed": n("boolean"), "transcript": arr(any()),
+                "results": arr(object(&["type", "passed", "reason"], json!({
+                    "type": s(), "value": any(), "passed": b(), "reason": s(),
+                }))),
+                "tokens": t("integer"), "error": ns(), "created_at": time(), "finished_at": ns(),
+            }),
+        ),
+    );
+    m.insert(
+        "ConfigChange".into(),
+        object(
+            &["path", "from", "to"],
+            json!({"path": s(), "from": any(), "to": any()}),
+        ),
+    );
+    m.insert(
+        "GenieVersionStats".into(),
+        object(
+            &["version", "conversations", "analysed"],
+            json!({
+                "version": n("integer"), "conversations": t("integer"),
+                "average_duration_seconds": n("number"), "analysed": t("integer"),
+                "successful_share": n("number"),
+            }),
+        ),
+    );
+    m.insert(
         "Conversation".into(),
         object(
             &["id", "channel", "status", "started_at", "created_at"],
@@ -178,6 +243,7 @@ pub fn records() -> Map<String, Value> {
                 "duration_seconds": t("integer"), "turn_count": t("integer"), "summary": ns(),
                 "analysis": any(), "metadata": any(), "tags": any(),
                 "created_at": time(), "updated_at": time(),
+                "version": {"type": ["integer", "null"], "description": "The genie version that served it (public page chats)"},
                 "transcript": {"description": "Only in get, create, update and analyze answers"},
             }),
         ),
@@ -280,7 +346,37 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             &["genies", "nextCursor", "hasMore"],
             json!({"genies": arr(r("Genie")), "nextCursor": n("string"), "hasMore": t("boolean")}),
         ),
-        ("genies", "get" | "create" | "update" | "clone") => one("genie", "Genie"),
+        ("genies", "get" | "create" | "clone") => one("genie", "Genie"),
+        ("genies", "update") => json!({"anyOf": [
+            one("genie", "Genie"),
+            object(&["draft", "changes"], json!({
+                "draft": r("GenieVersion"), "changes": arr(r("ConfigChange")),
+            })),
+        ], "description": "`{genie}`, or `{draft, changes}` with `data.draft: true`"}),
+        ("genies", "versions") => object(
+            &["versions", "count"],
+            json!({"versions": arr(r("GenieVersion")), "count": count(),
+                   "draft": n("object"), "traffic": any()}),
+        ),
+        ("genies", "get-version") => one("version", "GenieVersion"),
+        ("genies", "diff") => object(
+            &["changes"],
+            json!({"changes": arr(r("ConfigChange")), "from": t("string"), "to": t("string")}),
+        ),
+        ("genies", "rollback" | "publish") => object(
+            &["genie", "version"],
+            json!({"genie": r("Genie"), "version": n("integer")}),
+        ),
+        ("genies", "discard-draft") => object(
+            &["id", "discarded"],
+            json!({"id": t("string"), "discarded": t("boolean")}),
+        ),
+        ("genies", "set-traffic") => {
+            object(&["traffic"], json!({"traffic": arr(r("TrafficShare"))}))
+        }
+        ("genies", "version-stats") => {
+            object(&["stats"], json!({"stats": arr(r("GenieVersionStats"))}))
+        }
         ("genies", "reorder") => object(&["updated"], json!({"updated": count()})),
         ("knowledge-base", "all" | "list") => page("documents", r("Document"), "total"),
         ("knowledge-base", "get" | "create" | "update") => one("document", "Document"),
@@ -312,7 +408,7 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
         ("qr-code", "create" | "increment-download") => one("qr_code", "QrCode"),
         (
             "api-keys" | "genies" | "knowledge-base" | "worker-genies" | "conversations"
-            | "qr-code",
+            | "qr-code" | "genie-tests",
             "delete",
         )
         | ("worker-genies", "delete-credential") => r("Deleted"),
@@ -333,6 +429,7 @@ fn counted(key: &str) -> Value {
 pub fn success_status(resource: &str, action: &str) -> &'static str {
     match (resource, action) {
         ("worker-genies", "run") | ("webhooks", "redeliver") => "202",
+        ("genie-tests", "run" | "run-all") => "202",
         ("genies", "clone")
         | ("marketplace", "publish" | "install")
         | ("teams", "invite")

@@ -11,6 +11,14 @@
 //!   model, temperature and max_tokens expected, and every expected text in the system
 //!   message (e.g. the knowledge-base passage a page chat must have been given).
 //!
+//! - genie test-conversation turns (requests with `tools` once
+//!   [`FakeOpenAi::expect_agent_tools`] was called): exactly those tool names, each a
+//!   well-formed function, and every assistant tool call answered by a tool result.
+//! - several kinds of plain completion at once ([`FakeOpenAi::expect_completions`]): each
+//!   request is checked against the expectation whose `select` text its system message
+//!   contains (the genie's prompt, the judge's, the simulated user's); a request matching
+//!   none is a problem.
+//!
 //! A request that fails a check is answered 400 and its problems are recorded.
 
 use std::collections::VecDeque;
@@ -72,11 +80,15 @@ pub struct Completion {
     pub system_contains: Vec<String>,
     /// Texts no message may contain.
     pub nowhere: Vec<String>,
+    /// Which requests this expectation is for: those whose system message contains this
+    /// text; `None`: every request.
+    pub select: Option<String>,
 }
 
 #[derive(Default)]
 struct St {
-    completion: Option<Completion>,
+    completions: Vec<Completion>,
+    agent_tools: Option<Vec<String>>,
     script: VecDeque<Turn>,
     requests: Vec<Recorded>,
     calls: usize,
@@ -115,7 +127,19 @@ impl FakeOpenAi {
 
     /// From now on, every plain completion is checked against `c`.
     pub fn expect_completion(&self, c: Completion) {
-        self.st.lock().unwrap().completion = Some(c);
+        self.st.lock().unwrap().completions = vec![c];
+    }
+
+    /// From now on, every plain completion (and agent turn) is checked against the
+    /// expectation its system message selects.
+    pub fn expect_completions(&self, cs: Vec<Completion>) {
+        self.st.lock().unwrap().completions = cs;
+    }
+
+    /// From now on, requests with `tools` are a genie's test-conversation turns offering
+    /// exactly these tools (not worker turns).
+    pub fn expect_agent_tools(&self, names: &[&str]) {
+        self.st.lock().unwrap().agent_tools = Some(names.iter().map(|n| n.to_string()).collect());
     }
 
     pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
@@ -142,6 +166,7 @@ impl FakeOpenAi {
 
 fn check(
     expect: Expect,
+    agent_tools: bool,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -173,10 +198,41 @@ fn check(
     if msgs.is_empty() || msgs.iter().any(|m| m["role"].as_str().is_none()) {
         p.push("body.messages missing, empty or a message without role".into());
     }
-    if expect == Expect::Worker || body.get("tools").is_some() {
+    if expect == Expect::Worker || (body.get("tools").is_some() && !agent_tools) {
         check_worker_turn(body, &msgs, &mut p);
     }
     p
+}
+
+/// A genie's test-conversation turn with tools: the expected names, well-formed functions,
+/// every assistant tool call followed by one tool result per call, with its id.
+fn check_agent_turn(names: &[String], body: &Value, p: &mut Vec<String>) {
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    let got: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    if got != names {
+        p.push(format!("agent tool names {got:?}, want {names:?}"));
+    }
+    for t in &tools {
+        if t["type"] != "function"
+            || t["function"]["parameters"]["type"] != "object"
+            || !t["function"]["description"].is_string()
+        {
+            p.push(format!("bad tool schema {t}"));
+        }
+    }
+    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
+    for (i, m) in msgs.iter().enumerate() {
+        let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
+        for (k, c) in calls.iter().enumerate() {
+            let t = msgs.get(i + 1 + k).cloned().unwrap_or(Value::Null);
+            if t["role"] != "tool" || t["tool_call_id"] != c["id"] || !t["content"].is_string() {
+                p.push(format!("tool result for {} missing", c["id"]));
+            }
+        }
+    }
 }
 
 fn check_completion(c: &Completion, body: &Value, p: &mut Vec<String>) {
@@ -323,14 +379,32 @@ async fn chat(
     body: Bytes,
 ) -> Response {
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let mut problems = check(fake.expect, &method, &uri, &headers, &json);
+    let agent_tools = fake.st.lock().unwrap().agent_tools.clone();
+    let mut problems = check(
+        fake.expect,
+        agent_tools.is_some(),
+        &method,
+        &uri,
+        &headers,
+        &json,
+    );
     let model = json["model"].clone();
     let (turn, n) = {
         let mut s = fake.st.lock().unwrap();
-        if let Some(c) = &s.completion
-            && json.get("tools").is_none()
-        {
-            check_completion(c, &json, &mut problems);
+        let tools = json.get("tools").is_some();
+        if let (Some(names), true) = (&agent_tools, tools) {
+            check_agent_turn(names, &json, &mut problems);
+        }
+        if !s.completions.is_empty() && (!tools || agent_tools.is_some()) {
+            let system = json["messages"][0]["content"].as_str().unwrap_or("");
+            match s.completions.iter().find(|c| {
+                c.select
+                    .as_ref()
+                    .is_none_or(|t| system.contains(t.as_str()))
+            }) {
+                Some(c) => check_completion(c, &json, &mut problems),
+                None => problems.push(format!("no expectation selects system message {system:?}")),
+            }
         }
         s.requests.push(Recorded {
             method: method.to_string(),
