@@ -39,6 +39,12 @@ async fn run(app: &AppState, job: &Job) -> ApiResult<()> {
         crate::service::genies::CLEANUP_JOB => {
             crate::service::genies::run_cleanup(app, &job.payload).await
         }
+        crate::service::page_chat::IDLE_JOB => {
+            crate::service::page_chat::idle_job(app, &job.payload).await
+        }
+        crate::service::page_chat::FINISH_JOB => {
+            crate::service::page_chat::finish_job(app, &job.payload).await
+        }
         crate::service::conversations::REPORT_JOB => {
             crate::service::conversations::report_job(app, &job.payload).await
         }

@@ -37,6 +37,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/g/{slug}", get(page))
         .route("/g/{slug}/chat", post(chat))
+        .route("/g/{slug}/chat/end", post(end_chat))
         .route(
             "/page-assets/page.css",
             get(|| async { asset("text/css; charset=utf-8", CSS) }),
@@ -207,18 +208,36 @@ async fn chat(
     State(app): State<AppState>,
     ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
     Path(slug): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // The same per-address limit for streams, JSON and the widget: they are one route.
     if let Err(e) = app.public_chat.check(addr.ip()) {
         return e.into_response();
     }
-    match chat_inner(&app, slug, &body).await {
+    let input = match chat_input(&body) {
+        Ok(i) => i,
+        Err(e) => return e.into_response(),
+    };
+    if wants_stream(&headers) {
+        return stream_chat(app, slug, input);
+    }
+    match page_chat::chat(&app, slug, input.0, &input.1).await {
         Ok(v) => Json(json!({"success": true, "data": v})).into_response(),
         Err(e) => e.into_response(),
     }
 }
 
-async fn chat_inner(app: &AppState, slug: String, body: &[u8]) -> ApiResult<Value> {
+fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"))
+}
+
+/// The conversation id (checked) and the message of a chat request.
+fn chat_input(body: &[u8]) -> ApiResult<(Option<String>, String)> {
     let raw = serde_json::from_slice::<Value>(body)
         .map_err(|e| ApiError::validation(format!("request body is not valid JSON: {e}")))?;
     let input: ChatIn = crate::api::parse_value(&raw, "body")?;
@@ -227,8 +246,93 @@ async fn chat_inner(app: &AppState, slug: String, body: &[u8]) -> ApiResult<Valu
         .filter(|s| !s.is_empty())
         .map(|s| crate::api::parse_uuid(&s, "conversation_id"))
         .transpose()?;
-    let answer = page_chat::chat(app, slug, conv_id, &input.message).await?;
-    Ok(json!(answer))
+    Ok((conv_id, input.message))
+}
+
+fn error_json(e: &ApiError) -> Value {
+    json!({"code": e.code(), "message": e.message, "status": e.status().as_u16()})
+}
+
+/// The reply as Server-Sent Events: `token` (`{text}`) as the model sends each piece,
+/// `tool` (`{name, status: running|done|failed}`) around each tool call, then one `done`
+/// with the JSON answer, or one `error` with the envelope's error object. The turn runs on
+/// its own task: a visitor who closes the page still gets the turn recorded.
+fn stream_chat(app: AppState, slug: String, input: (Option<String>, String)) -> Response {
+    use axum::response::sse::{Event as Sse_, KeepAlive, Sse};
+    use page_chat::Step;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Step>();
+    let task =
+        tokio::spawn(
+            async move { page_chat::chat_with(&app, slug, input.0, &input.1, Some(tx)).await },
+        );
+    let stream = futures_util::stream::unfold((rx, Some(task)), |(mut rx, task)| async move {
+        let task = task?;
+        let ev = match rx.recv().await {
+            Some(Step::Token(t)) => Sse_::default().event("token").json_data(json!({"text": t})),
+            Some(Step::ToolStarted { name }) => Sse_::default()
+                .event("tool")
+                .json_data(json!({"name": name, "status": "running"})),
+            Some(Step::ToolFinished {
+                name,
+                ok,
+                duration_ms,
+            }) => Sse_::default().event("tool").json_data(json!({
+                "name": name, "status": if ok { "done" } else { "failed" }, "duration_ms": duration_ms
+            })),
+            // Every sender is gone: the turn is over.
+            None => {
+                let ev = match task.await {
+                    Ok(Ok(answer)) => Sse_::default().event("done").json_data(answer),
+                    Ok(Err(e)) => Sse_::default().event("error").json_data(error_json(&e)),
+                    Err(_) => Sse_::default().event("error").json_data(error_json(
+                        &ApiError::new(crate::error::Kind::Internal, "internal error"),
+                    )),
+                };
+                return Some((ev, (rx, None)));
+            }
+        };
+        Some((ev, (rx, Some(task))))
+    });
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx buffer responses unless told not to.
+    resp.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndIn {
+    #[serde(alias = "conversationId")]
+    conversation_id: String,
+}
+
+/// `POST /g/{slug}/chat/end` `{conversation_id}`: the visitor ends the conversation.
+async fn end_chat(
+    State(app): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = app.public_chat.check(addr.ip()) {
+        return e.into_response();
+    }
+    let run = async {
+        let raw = serde_json::from_slice::<Value>(&body)
+            .map_err(|e| ApiError::validation(format!("request body is not valid JSON: {e}")))?;
+        let input: EndIn = crate::api::parse_value(&raw, "body")?;
+        let id = crate::api::parse_uuid(&input.conversation_id, "conversation_id")?;
+        let ended = page_chat::visitor_ends(&app, slug, id.clone()).await?;
+        Ok::<_, ApiError>(json!({"conversation_id": id, "ended": true, "already_ended": !ended}))
+    };
+    match run.await {
+        Ok(v) => Json(json!({"success": true, "data": v})).into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 // ---- QR images ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 pub mod api_keys;
 pub mod conversations;
 pub mod documents;
+pub mod genie_tools;
 pub mod genies;
 pub mod leads;
 pub mod marketplace;

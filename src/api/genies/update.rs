@@ -18,6 +18,12 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let old = load_manageable(ctx, &id).await?;
     let mut row = old.clone();
     input::apply_update(&mut row, &body)?;
+    if body.tools.is_some() {
+        let tools = &row.tools;
+        crate::service::genie_tools::check_addresses(&ctx.app.net, "data.tools", tools)?;
+        crate::service::genie_tools::check_credentials(&ctx.app, &old.user_id, "data.tools", tools)
+            .await?;
+    }
     if let Some(g) = &body.group_id {
         row.group_id = match g {
             None => None,

@@ -80,6 +80,7 @@ pub fn records() -> Map<String, Value> {
                 "turn_timeout_seconds": n("number"), "silence_end_seconds": n("number"),
                 "turn_mode": ns(), "max_calls": n("integer"), "settings": t("object"),
                 "branding": any(), "support_emails": any(),
+                "tools": arr(t("object")), "allowed_origins": arr(s()),
                 "phone": n("object"), "page": n("object"), "group": n("object"),
                 "documents": arr(t("object")), "owner": n("object"),
                 "sort_order": t("integer"), "created_at": time(), "updated_at": time(),
