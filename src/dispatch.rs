@@ -45,6 +45,9 @@ async fn run(app: &AppState, job: &Job) -> ApiResult<()> {
         crate::service::page_chat::FINISH_JOB => {
             crate::service::page_chat::finish_job(app, &job.payload).await
         }
+        crate::service::conversations::SYNC_JOB => {
+            crate::service::conversations::sync_job(app, &job.payload, job.attempts).await
+        }
         crate::service::conversations::REPORT_JOB => {
             crate::service::conversations::report_job(app, &job.payload).await
         }

@@ -185,6 +185,7 @@ const TABLE: &[Row] = &[
     r("conversations", "delete", Some("$conv"), "{}", NF),
     r("conversations", "sync", None, r#"{"genieId":"$genie"}"#, ANF),
     r("conversations", "analyze", Some("$conv"), "{}", NF),
+    r("conversations", "sync-status", Some("$syncrun"), "{}", NF),
     // worker-genies
     r("worker-genies", "all", None, "{}", Exp::Own(200)),
     r("worker-genies", "list", None, "{}", Exp::Own(200)),
@@ -432,6 +433,8 @@ async fn world(app: &TestApp) -> World {
     ids.insert("note", s(&d["note"]["id"]));
     let d = ok(app, &a, "conversations", "create", None, json!({"genieId": genie, "transcript": [{"role": "user", "message": "hi", "time_in_call_secs": 1}]})).await;
     ids.insert("conv", s(&d["conversation"]["id"]));
+    let d = ok(app, &a, "conversations", "sync", None, json!({})).await;
+    ids.insert("syncrun", s(&d["sync"]["id"]));
     let d = ok(
         app,
         &a,
