@@ -21,12 +21,19 @@ pub struct PageGenie {
     pub llm_model: String,
     pub temperature: Option<f64>,
     pub max_tokens: Option<i64>,
+    /// The genie's language (BCP 47, e.g. `de`) and voice speed, for the page's talk mode.
+    pub language: Option<String>,
+    pub speed: Option<f64>,
+    /// Origins allowed to embed the chat (JSON array of strings).
+    pub allowed_origins: Value,
 }
 
 pub fn find_active(c: &Connection, slug: &str) -> rusqlite::Result<Option<PageGenie>> {
     c.query_row(
         "SELECT id, user_id, name, page_slug, web_welcome_message, first_message, branding, external_agent_id,
-                system_prompt, llm_model, temperature, max_tokens
+                system_prompt, llm_model, temperature, max_tokens,
+                json_extract(settings, '$.conversation_config.agent.language'),
+                json_extract(settings, '$.conversation_config.tts.speed'), allowed_origins
          FROM genies WHERE page_slug = ?1 AND is_active = 1",
         [slug],
         |r| {
@@ -43,6 +50,9 @@ pub fn find_active(c: &Connection, slug: &str) -> rusqlite::Result<Option<PageGe
                 llm_model: r.get(9)?,
                 temperature: r.get(10)?,
                 max_tokens: r.get(11)?,
+                language: r.get::<_, Option<String>>(12).unwrap_or(None),
+                speed: r.get::<_, Option<f64>>(13).unwrap_or(None),
+                allowed_origins: super::json_col(r.get(14)?, json!([])),
             })
         },
     )

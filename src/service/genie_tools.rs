@@ -519,9 +519,10 @@ async fn call_webhook(ctx: &CallCtx<'_>, w: &Webhook, args: &Value) -> Result<Va
         );
         (w.url.clone(), Some(args.to_string().into_bytes()))
     };
+    // The client's own bound is looser: the tool's timeout below is the one that applies.
     let limits = Limits {
         max_bytes: REPLY_MAX_BYTES,
-        timeout: Duration::from_secs(w.timeout_seconds),
+        timeout: Duration::from_secs(w.timeout_seconds + 5),
     };
     // The whole call, DNS included, within the tool's timeout.
     let sent = tokio::time::timeout(

@@ -878,3 +878,396 @@ async fn elevenlabs_gets_webhook_tools_as_server_tools_and_built_ins_as_equivale
         json!([])
     );
 }
+
+/// Opens the page of `slug` in headless Chromium with `stub` run before the page's own
+/// scripts (it must set `window.__stubbed = true`), and waits for the page to be ready.
+async fn stubbed_page(
+    app: &TestApp,
+    slug: &str,
+    stub: &str,
+) -> (
+    crate::common::browser::Browser,
+    crate::common::browser::Page,
+) {
+    let url = format!("{}/g/{slug}", app.base);
+    let browser = crate::common::browser::Browser::launch(&url).await;
+    let mut page = browser.page(&url).await;
+    let r = page.call("Page.enable", json!({})).await;
+    assert!(r["error"].is_null(), "{r}");
+    let r = page
+        .call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": stub}),
+        )
+        .await;
+    assert!(r["error"].is_null(), "{r}");
+    let r = page.call("Page.navigate", json!({"url": url})).await;
+    assert!(r["error"].is_null(), "{r}");
+    let ready = page
+        .evaluate(
+            r#"(async () => {
+                const wait = (ms) => new Promise(r => setTimeout(r, ms));
+                for (let i = 0; i < 2000 && !(window.__stubbed && document.readyState === 'complete' && document.getElementById('start')); i++) await wait(25);
+                return !!window.__stubbed;
+            })()"#,
+        )
+        .await;
+    assert_eq!(ready, json!(true), "the stub never ran");
+    (browser, page)
+}
+
+#[tokio::test]
+async fn the_page_streams_shows_tool_steps_and_ends_in_a_real_browser() {
+    let llm = FakeOpenAi::start(Expect::Any).await;
+    let app = TestApp::spawn_with(|c| llm.configure(c)).await;
+    let owner = app.standard().await;
+    insert_genie_with(&app, &owner, "Booker",
+        json!({"page_slug": "booker", "tools": [{"type": "capture_lead"}, {"type": "end_conversation"}]})).await;
+    llm.expect_page_tools(&["capture_lead", "end_conversation"]);
+    llm.push([
+        Turn::Tools(vec![(
+            "capture_lead",
+            json!({"name": "Dee", "email": "dee@example.com"}),
+        )]),
+        Turn::Paced(
+            Duration::from_millis(300),
+            vec!["Saved, ", "Dee. ", "Anything else?"],
+        ),
+    ]);
+    let (browser, mut page) = stubbed_page(&app, "booker", "window.__stubbed = true;").await;
+    let script = r#"(async () => {
+        const wait = (ms) => new Promise(r => setTimeout(r, ms));
+        document.getElementById('start').click();
+        const log = document.getElementById('log');
+        document.getElementById('message').value = 'I am Dee, dee@example.com';
+        document.getElementById('chat-form').requestSubmit();
+        // The reply grows token by token: record the partial texts seen.
+        const seen = [];
+        for (let i = 0; i < 2400; i++) {
+            const agent = log.querySelector('li.agent');
+            const t = agent ? agent.textContent : '';
+            if (t && seen[seen.length - 1] !== t) seen.push(t);
+            if (t.endsWith('Anything else?') && !document.getElementById('send').disabled) break;
+            await wait(10);
+        }
+        const steps = Array.from(log.querySelectorAll('li.step')).map(li => li.textContent);
+        document.getElementById('end').click();
+        for (let i = 0; i < 2400 && !log.textContent.includes('You ended the conversation.'); i++) await wait(25);
+        return JSON.stringify({seen, steps, log: log.textContent, status: document.getElementById('status').textContent});
+    })()"#;
+    let out = page.evaluate(script).await;
+    drop(browser);
+    let out: Value = serde_json::from_str(out.as_str().unwrap()).unwrap();
+    let seen: Vec<String> = serde_json::from_value(out["seen"].clone()).unwrap();
+    assert!(
+        seen.len() >= 3,
+        "the reply did not grow piece by piece: {out}"
+    );
+    assert!(
+        seen.last().unwrap().ends_with("Saved, Dee. Anything else?"),
+        "{out}"
+    );
+    assert_eq!(out["steps"], json!(["Looked up capture lead"]), "{out}");
+    assert!(
+        out["log"]
+            .as_str()
+            .unwrap()
+            .contains("You ended the conversation."),
+        "{out}"
+    );
+    assert_eq!(out["status"], "", "{out}");
+    assert!(llm.problems().is_empty(), "{:?}", llm.problems());
+    let r = app
+        .call(
+            &owner.token,
+            "conversations",
+            "all",
+            None,
+            json!({"channel": "web"}),
+        )
+        .await;
+    let id = r.ok(200)["conversations"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let c = wait_conversation(&app, &owner, &id, "ended", |c| c["status"] == "done").await;
+    assert_eq!(c["metadata"]["ended_by"], "visitor");
+    let r = app
+        .call(&owner.token, "leads", "all", None, json!({}))
+        .await;
+    assert_eq!(r.ok(200)["leads"][0]["email"], "dee@example.com");
+}
+
+/// Chromium here has no microphone: the speech APIs are stubbed in the page. The stub
+/// records what is handed to speech synthesis and lets the test deliver a recognition result.
+const SPEECH_STUB: &str = r#"
+    window.__spoken = [];
+    function FakeRecognition() { window.__recognition = this; this.started = 0; }
+    FakeRecognition.prototype.start = function () { this.started++; window.__listening = this.lang; };
+    FakeRecognition.prototype.abort = function () {};
+    FakeRecognition.prototype.stop = function () {};
+    Object.defineProperty(window, 'SpeechRecognition', {value: FakeRecognition, configurable: true});
+    Object.defineProperty(window, 'webkitSpeechRecognition', {value: FakeRecognition, configurable: true});
+    function FakeUtterance(text) { this.text = text; }
+    Object.defineProperty(window, 'SpeechSynthesisUtterance', {value: FakeUtterance, configurable: true});
+    Object.defineProperty(window, 'speechSynthesis', {configurable: true, value: {
+        speak: function (u) { window.__spoken.push({text: u.text, lang: u.lang, rate: u.rate}); },
+        cancel: function () {}
+    }});
+    window.__stubbed = true;
+"#;
+
+#[tokio::test]
+async fn talk_mode_sends_what_was_heard_and_speaks_the_reply_in_the_genies_voice() {
+    let llm = FakeOpenAi::start(Expect::Any).await;
+    let app = TestApp::spawn_with(|c| llm.configure(c)).await;
+    let owner = app.standard().await;
+    insert_genie_with(
+        &app,
+        &owner,
+        "Sprecher",
+        json!({"page_slug": "sprecher",
+        "settings": {"conversation_config": {"agent": {"language": "de"}, "tts": {"speed": 1.2}}}}),
+    )
+    .await;
+    llm.push([Turn::Answer("Wir öffnen um neun Uhr.")]);
+    let (browser, mut page) = stubbed_page(&app, "sprecher", SPEECH_STUB).await;
+    let script = r#"(async () => {
+        const wait = (ms) => new Promise(r => setTimeout(r, ms));
+        document.getElementById('start').click();
+        const talk = document.getElementById('talk');
+        const note = document.getElementById('talk-note');
+        talk.click();
+        for (let i = 0; i < 2000 && !window.__listening; i++) await wait(25);
+        const listening = window.__listening;
+        window.__recognition.onresult({results: [[{transcript: ' Wann öffnet ihr? '}]]});
+        for (let i = 0; i < 2400 && window.__spoken.length < 1; i++) await wait(25);
+        return JSON.stringify({listening, pressed: talk.getAttribute('aria-pressed'), noteHidden: note.hidden,
+            spoken: window.__spoken, log: document.getElementById('log').textContent});
+    })()"#;
+    let out = page.evaluate(script).await;
+    drop(browser);
+    let out: Value = serde_json::from_str(out.as_str().unwrap()).unwrap();
+    assert_eq!(
+        out["listening"], "de",
+        "recognition in the genie's language: {out}"
+    );
+    assert_eq!(out["pressed"], "true");
+    assert_eq!(out["noteHidden"], true);
+    assert_eq!(
+        out["spoken"],
+        json!([{"text": "Wir öffnen um neun Uhr.", "lang": "de", "rate": 1.2}]),
+        "the reply goes to speech synthesis in the genie's language and speed: {out}"
+    );
+    assert!(
+        out["log"].as_str().unwrap().contains("Wann öffnet ihr?"),
+        "{out}"
+    );
+    // The recognised text is what the model was asked.
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 1);
+    let last = reqs[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last, json!({"role": "user", "content": "Wann öffnet ihr?"}));
+}
+
+#[tokio::test]
+async fn without_speech_recognition_the_page_says_so_and_text_still_works() {
+    let app = TestApp::spawn().await;
+    let owner = app.standard().await;
+    insert_genie_with(&app, &owner, "Quiet", json!({"page_slug": "quiet"})).await;
+    let stub = r#"
+        Object.defineProperty(window, 'SpeechRecognition', {value: undefined, configurable: true});
+        Object.defineProperty(window, 'webkitSpeechRecognition', {value: undefined, configurable: true});
+        window.__stubbed = true;
+    "#;
+    let (browser, mut page) = stubbed_page(&app, "quiet", stub).await;
+    let script = r#"(async () => {
+        const wait = (ms) => new Promise(r => setTimeout(r, ms));
+        document.getElementById('start').click();
+        const note = document.getElementById('talk-note');
+        document.getElementById('message').value = 'typed';
+        document.getElementById('chat-form').requestSubmit();
+        const log = document.getElementById('log');
+        for (let i = 0; i < 2400 && log.children.length < 2; i++) await wait(25);
+        return JSON.stringify({disabled: document.getElementById('talk').disabled, hidden: note.hidden,
+            note: note.textContent, log: log.textContent});
+    })()"#;
+    let out = page.evaluate(script).await;
+    drop(browser);
+    let out: Value = serde_json::from_str(out.as_str().unwrap()).unwrap();
+    assert_eq!(
+        (out["disabled"].clone(), out["hidden"].clone()),
+        (json!(true), json!(false)),
+        "{out}"
+    );
+    assert!(
+        out["note"]
+            .as_str()
+            .unwrap()
+            .contains("no speech recognition"),
+        "{out}"
+    );
+    assert!(
+        out["log"]
+            .as_str()
+            .unwrap()
+            .contains("This assistant can't chat right now."),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn the_widget_follows_the_genies_allowed_origins() {
+    let app = TestApp::spawn().await;
+    let owner = app.standard().await;
+    insert_genie_with(
+        &app,
+        &owner,
+        "Widget",
+        json!({"page_slug": "widget",
+        "allowed_origins": ["https://shop.example.com"]}),
+    )
+    .await;
+    // The script, for an allowed site, with the list it checks in the page.
+    let r = app
+        .client
+        .get(format!("{}/g/widget/embed.js", app.base))
+        .header("referer", "https://shop.example.com/products/1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    let js = r.text().await.unwrap();
+    assert!(
+        js.contains(r#"ALLOWED = ["https://shop.example.com"], REFUSED = false"#),
+        "{js}"
+    );
+    assert!(js.contains(&format!("BASE = \"{}\"", app.base)), "{js}");
+    // A site not allowed gets a script that only says why.
+    let r = app
+        .client
+        .get(format!("{}/g/widget/embed.js", app.base))
+        .header("referer", "https://evil.example.net/")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(r.text().await.unwrap().contains("REFUSED = true"));
+    let r = app
+        .client
+        .get(format!("{}/g/nope/embed.js", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.text().await.unwrap().contains("no active genie 'nope'"));
+
+    // Frames: genied's own pages and the allowed sites only.
+    let r = app
+        .client
+        .get(format!("{}/g/widget", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()["content-security-policy"].to_str().unwrap(),
+        "frame-ancestors 'self' https://shop.example.com"
+    );
+
+    // CORS on the chat: the allowed site is answered with its origin, others refused.
+    let pre = app
+        .client
+        .request(Method::OPTIONS, format!("{}/g/widget/chat", app.base))
+        .header("origin", "https://shop.example.com")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pre.status(), 204);
+    assert_eq!(
+        pre.headers()["access-control-allow-origin"],
+        "https://shop.example.com"
+    );
+    let r = app
+        .raw(
+            Method::POST,
+            "/g/widget/chat",
+            &[
+                ("content-type", "application/json"),
+                ("origin", "https://shop.example.com"),
+            ],
+            r#"{"message": "hi"}"#,
+        )
+        .await;
+    r.ok(200);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://shop.example.com")
+    );
+    let before = app.count("conversations").await;
+    let r = app
+        .raw(
+            Method::POST,
+            "/g/widget/chat",
+            &[
+                ("content-type", "application/json"),
+                ("origin", "https://evil.example.net"),
+            ],
+            r#"{"message": "hi"}"#,
+        )
+        .await;
+    r.err(403, "FORBIDDEN");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("https://evil.example.net")
+    );
+    assert!(r.header("access-control-allow-origin").is_none());
+    assert_eq!(app.count("conversations").await, before);
+    // The page's own requests (same origin) pass.
+    let r = app
+        .raw(
+            Method::POST,
+            "/g/widget/chat",
+            &[("content-type", "application/json"), ("origin", &app.base)],
+            r#"{"message": "hi"}"#,
+        )
+        .await;
+    r.ok(200);
+
+    // In a real browser: the widget mounts on genied's own page (always allowed) and opens
+    // the genie's page in its frame.
+    let host = format!("{}/g/widget", app.base);
+    let browser = crate::common::browser::Browser::launch(&host).await;
+    let mut page = browser.page(&host).await;
+    let script = format!(
+        r#"(async () => {{
+        const wait = (ms) => new Promise(r => setTimeout(r, ms));
+        for (let i = 0; i < 2000 && document.readyState !== 'complete'; i++) await wait(25);
+        const s = document.createElement('script');
+        s.src = '{}/g/widget/embed.js';
+        document.head.appendChild(s);
+        for (let i = 0; i < 2000 && !document.getElementById('genied-bubble'); i++) await wait(25);
+        document.getElementById('genied-bubble').click();
+        const f = document.getElementById('genied-frame');
+        for (let i = 0; i < 2000 && !(f.contentDocument && f.contentDocument.getElementById('start')); i++) await wait(25);
+        return f.getAttribute('src') + ' ' + !!f.contentDocument.getElementById('start');
+    }})()"#,
+        app.base
+    );
+    let out = page.evaluate(&script).await;
+    drop(browser);
+    assert_eq!(out, json!(format!("{}/g/widget?embed=1 true", app.base)));
+}
