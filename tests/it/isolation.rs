@@ -339,6 +339,9 @@ async fn world(app: &TestApp) -> World {
     ids.insert("userA", a.id.clone());
     ids.insert("userB", b.id.clone());
     ids.insert("consumer", consumer.id.clone());
+    // First: starting a sync wakes the job worker, which must find nothing else due yet.
+    let d = ok(app, &a, "conversations", "sync", None, json!({})).await;
+    ids.insert("syncrun", s(&d["sync"]["id"]));
 
     let genie = s(&ok(
         app,
@@ -433,8 +436,6 @@ async fn world(app: &TestApp) -> World {
     ids.insert("note", s(&d["note"]["id"]));
     let d = ok(app, &a, "conversations", "create", None, json!({"genieId": genie, "transcript": [{"role": "user", "message": "hi", "time_in_call_secs": 1}]})).await;
     ids.insert("conv", s(&d["conversation"]["id"]));
-    let d = ok(app, &a, "conversations", "sync", None, json!({})).await;
-    ids.insert("syncrun", s(&d["sync"]["id"]));
     let d = ok(
         app,
         &a,
