@@ -189,6 +189,8 @@ fn row(user_id: &str, i: usize) -> GenieRow {
         settings: json!({}),
         branding: json!({}),
         support_emails: json!([]),
+        tools: json!([]),
+        allowed_origins: json!([]),
         page_slug: Some(format!("bench-genie-{i}")),
         web_welcome_message: None,
         group_id: None,

@@ -133,6 +133,12 @@ pub struct Config {
     #[arg(long, env = "GENIED_LLM_TIMEOUT_SECONDS", default_value_t = 60)]
     pub llm_timeout_seconds: u64,
 
+    /// Seconds without a message after which a web conversation of a genie's page ends
+    /// (it then gets its duration, analysis, `conversation.completed` and report).
+    #[arg(long, env = "GENIED_CONVERSATION_IDLE_TIMEOUT_SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub conversation_idle_timeout_seconds: u64,
+
     /// Allow outbound requests to loopback and private addresses. For tests and closed
     /// networks only: it disables the SSRF guard.
     #[arg(long, env = "GENIED_ALLOW_PRIVATE_OUTBOUND", default_value_t = false)]

@@ -42,6 +42,15 @@ async fn run(app: &AppState, job: &Job) -> ApiResult<()> {
         crate::service::genie_tests::RUN_JOB => {
             crate::service::genie_tests::run_job(app, &job.payload).await
         }
+        crate::service::page_chat::IDLE_JOB => {
+            crate::service::page_chat::idle_job(app, &job.payload).await
+        }
+        crate::service::page_chat::FINISH_JOB => {
+            crate::service::page_chat::finish_job(app, &job.payload).await
+        }
+        crate::service::conversations::SYNC_JOB => {
+            crate::service::conversations::sync_job(app, &job.payload, job.attempts).await
+        }
         crate::service::conversations::REPORT_JOB => {
             crate::service::conversations::report_job(app, &job.payload).await
         }

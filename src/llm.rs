@@ -82,7 +82,7 @@ pub struct ChatRequest {
     pub max_tokens: Option<i64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Usage {
     #[serde(default)]
     pub prompt_tokens: i64,
@@ -169,6 +169,161 @@ impl Llm {
             message: choice.message,
             finish_reason: choice.finish_reason,
             usage: raw.usage.unwrap_or_default(),
+        })
+    }
+}
+
+/// One streamed turn: the whole answer as `chat` returns it, and its timings, kept together
+/// so a turn's figures (first token, total, `usage`) can be recorded in one place.
+#[derive(Debug, Clone)]
+pub struct StreamedTurn {
+    pub response: ChatResponse,
+    /// From sending the request to the first content token (none when the turn only called
+    /// tools).
+    pub first_token: Option<std::time::Duration>,
+    pub total: std::time::Duration,
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Delta,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCallDelta>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: usize,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+impl Llm {
+    /// A chat-completions call with `stream: true`: `on_token` gets each piece of content as
+    /// the endpoint sends it; tool calls arrive in pieces and are put together. The usage of
+    /// the turn is asked for (`stream_options.include_usage`).
+    pub async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        mut on_token: impl FnMut(&str),
+    ) -> Result<StreamedTurn, String> {
+        use eventsource_stream::Eventsource;
+        use futures_util::StreamExt;
+        let started = std::time::Instant::now();
+        let mut body = serde_json::to_value(req).map_err(|e| e.to_string())?;
+        body["stream"] = Value::Bool(true);
+        body["stream_options"] = serde_json::json!({"include_usage": true});
+        let mut http = self
+            .client
+            .post(format!("{}/chat/completions", self.base_url))
+            .json(&body);
+        if !self.api_key.0.is_empty() {
+            http = http.bearer_auth(&self.api_key.0);
+        }
+        let resp = http
+            .send()
+            .await
+            .map_err(|e| format!("LLM endpoint unreachable: {e}"))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let text = resp.text().await.unwrap_or_default();
+            let excerpt: String = text.chars().take(300).collect();
+            return Err(format!(
+                "LLM endpoint answered {}: {excerpt}",
+                status.as_u16()
+            ));
+        }
+        let mut events = resp.bytes_stream().eventsource();
+        let mut content = String::new();
+        let mut calls: Vec<ToolCall> = Vec::new();
+        let mut finish_reason = None;
+        let mut usage = Usage::default();
+        let mut first_token = None;
+        while let Some(ev) = events.next().await {
+            let ev = ev.map_err(|e| format!("LLM endpoint: reading the stream: {e}"))?;
+            if ev.data.trim() == "[DONE]" {
+                break;
+            }
+            let chunk: Chunk = serde_json::from_str(&ev.data)
+                .map_err(|e| format!("LLM endpoint sent an unexpected stream event: {e}"))?;
+            if let Some(u) = chunk.usage {
+                usage = u;
+            }
+            for ch in chunk.choices {
+                if let Some(t) = ch.delta.content.filter(|t| !t.is_empty()) {
+                    first_token.get_or_insert_with(|| started.elapsed());
+                    on_token(&t);
+                    content.push_str(&t);
+                }
+                for d in ch.delta.tool_calls {
+                    while calls.len() <= d.index.min(63) {
+                        calls.push(ToolCall {
+                            id: String::new(),
+                            kind: function_type(),
+                            function: FunctionCall {
+                                name: String::new(),
+                                arguments: String::new(),
+                            },
+                        });
+                    }
+                    let c = &mut calls[d.index.min(63)];
+                    if let Some(id) = d.id {
+                        c.id.push_str(&id);
+                    }
+                    if let Some(f) = d.function {
+                        c.function.name.push_str(&f.name.unwrap_or_default());
+                        c.function
+                            .arguments
+                            .push_str(&f.arguments.unwrap_or_default());
+                    }
+                }
+                if ch.finish_reason.is_some() {
+                    finish_reason = ch.finish_reason;
+                }
+            }
+        }
+        calls.retain(|c| !c.function.name.is_empty());
+        Ok(StreamedTurn {
+            response: ChatResponse {
+                message: Message {
+                    role: "assistant".into(),
+                    content: (!content.is_empty()).then_some(content),
+                    tool_calls: (!calls.is_empty()).then_some(calls),
+                    tool_call_id: None,
+                },
+                finish_reason,
+                usage,
+            },
+            first_token,
+            total: started.elapsed(),
         })
     }
 }

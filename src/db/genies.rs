@@ -42,6 +42,10 @@ pub struct GenieRow {
     pub settings: Value,
     pub branding: Value,
     pub support_emails: Value,
+    /// The conversation tools (JSON array, checked by `service::genie_tools`).
+    pub tools: Value,
+    /// Origins allowed to embed the chat widget (JSON array of strings).
+    pub allowed_origins: Value,
     pub page_slug: Option<String>,
     pub web_welcome_message: Option<String>,
     pub group_id: Option<String>,
@@ -53,7 +57,7 @@ pub struct GenieRow {
 const COLS: &str = "id, user_id, external_agent_id, name, description, use_case, category, brand, system_prompt, \
     first_message, voice_id, llm_model, temperature, max_tokens, is_active, setup_completed, send_conversation_reports, \
     voice_disabled, multilingual, max_duration_seconds, turn_timeout_seconds, silence_end_seconds, turn_mode, max_calls, \
-    settings, branding, support_emails, page_slug, web_welcome_message, group_id, sort_order, created_at, updated_at";
+    settings, branding, support_emails, page_slug, web_welcome_message, group_id, sort_order, created_at, updated_at, tools, allowed_origins";
 
 fn from_row(r: &Row) -> rusqlite::Result<GenieRow> {
     Ok(GenieRow {
@@ -90,12 +94,14 @@ fn from_row(r: &Row) -> rusqlite::Result<GenieRow> {
         sort_order: r.get(30)?,
         created_at: r.get(31)?,
         updated_at: r.get(32)?,
+        tools: json_col(r.get(33)?, json!([])),
+        allowed_origins: json_col(r.get(34)?, json!([])),
     })
 }
 
 /// The columns `insert` and `save` both write, in the order of `written_values`: every
 /// column but `id`, `user_id` and `created_at`, which never change after the insert.
-const WRITTEN: [&str; 31] = [
+const WRITTEN: [&str; 33] = [
     "external_agent_id",
     "name",
     "name_lower",
@@ -127,11 +133,13 @@ const WRITTEN: [&str; 31] = [
     "group_id",
     "sort_order",
     "updated_at",
+    "tools",
+    "allowed_origins",
 ];
 
 /// The values of the `WRITTEN` columns, in the same order, so one list serves both the insert
 /// and the update.
-fn written_values(g: &GenieRow) -> [Sql; 31] {
+fn written_values(g: &GenieRow) -> [Sql; 33] {
     [
         g.external_agent_id.clone().into(),
         g.name.clone().into(),
@@ -164,6 +172,8 @@ fn written_values(g: &GenieRow) -> [Sql; 31] {
         g.group_id.clone().into(),
         g.sort_order.into(),
         g.updated_at.clone().into(),
+        g.tools.to_string().into(),
+        g.allowed_origins.to_string().into(),
     ]
 }
 

@@ -24,6 +24,8 @@ pub struct Listing {
     pub temperature: Option<f64>,
     pub max_tokens: Option<i64>,
     pub settings: Value,
+    /// The genie's tools, without credential references.
+    pub tools: Value,
     pub status: String,
     pub is_hidden: bool,
     pub is_featured: bool,
@@ -35,7 +37,7 @@ pub struct Listing {
 
 const COLS: &str = "l.id, l.user_id, l.source_genie_id, l.name, l.description, l.category, l.tags, l.system_prompt,
     l.first_message, l.web_welcome_message, l.voice_id, l.llm_model, l.temperature, l.max_tokens, l.settings,
-    l.status, l.is_hidden, l.is_featured, l.install_count, l.created_at, l.updated_at, u.full_name";
+    l.status, l.is_hidden, l.is_featured, l.install_count, l.created_at, l.updated_at, u.full_name, l.tools";
 
 fn from_row(r: &Row) -> rusqlite::Result<Listing> {
     let user_id: String = r.get(1)?;
@@ -56,6 +58,7 @@ fn from_row(r: &Row) -> rusqlite::Result<Listing> {
         temperature: r.get(12)?,
         max_tokens: r.get(13)?,
         settings: json_col(r.get(14)?, serde_json::json!({})),
+        tools: json_col(r.get(22)?, serde_json::json!([])),
         status: r.get(15)?,
         is_hidden: r.get(16)?,
         is_featured: r.get(17)?,
@@ -80,6 +83,7 @@ pub struct GenieTemplate {
     pub temperature: Option<f64>,
     pub max_tokens: Option<i64>,
     pub settings: Value,
+    pub tools: Value,
 }
 
 pub fn genie_template(
@@ -89,7 +93,7 @@ pub fn genie_template(
 ) -> rusqlite::Result<Option<GenieTemplate>> {
     c.query_row(
         "SELECT name, description, category, use_case, system_prompt, first_message, web_welcome_message, voice_id,
-                llm_model, temperature, max_tokens, settings
+                llm_model, temperature, max_tokens, settings, tools
          FROM genies WHERE id = ?1 AND user_id = ?2",
         [genie_id, user_id],
         |r| {
@@ -106,6 +110,7 @@ pub fn genie_template(
                 temperature: r.get(9)?,
                 max_tokens: r.get(10)?,
                 settings: json_col(r.get(11)?, serde_json::json!({})),
+                tools: json_col(r.get(12)?, serde_json::json!([])),
             })
         },
     )
@@ -124,11 +129,12 @@ pub fn insert(
     c.execute(
         "INSERT INTO marketplace_listings (id, user_id, source_genie_id, name, description, category, tags, system_prompt,
              first_message, web_welcome_message, voice_id, llm_model, temperature, max_tokens, settings, status,
-             created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'published', ?16, ?16)",
+             created_at, updated_at, tools)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'published', ?16, ?16, ?17)",
         params![
             id, user_id, genie_id, t.name, t.description, t.category, tags.to_string(), t.system_prompt, t.first_message,
-            t.web_welcome_message, t.voice_id, t.llm_model, t.temperature, t.max_tokens, t.settings.to_string(), at
+            t.web_welcome_message, t.voice_id, t.llm_model, t.temperature, t.max_tokens, t.settings.to_string(), at,
+            t.tools.to_string()
         ],
     )?;
     Ok(get_any(c, &id)?.expect("row just inserted"))

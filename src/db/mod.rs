@@ -24,6 +24,7 @@ pub mod page_chat;
 pub mod provider_hooks;
 pub mod qr_codes;
 pub mod sessions;
+pub mod sync_runs;
 pub mod teams;
 pub mod users;
 pub mod voice_collections;

@@ -21,12 +21,19 @@ pub struct PageGenie {
     pub llm_model: String,
     pub temperature: Option<f64>,
     pub max_tokens: Option<i64>,
+    /// The genie's language (BCP 47, e.g. `de`) and voice speed, for the page's talk mode.
+    pub language: Option<String>,
+    pub speed: Option<f64>,
+    /// Origins allowed to embed the chat (JSON array of strings).
+    pub allowed_origins: Value,
 }
 
 pub fn find_active(c: &Connection, slug: &str) -> rusqlite::Result<Option<PageGenie>> {
     c.query_row(
         "SELECT id, user_id, name, page_slug, web_welcome_message, first_message, branding, external_agent_id,
-                system_prompt, llm_model, temperature, max_tokens
+                system_prompt, llm_model, temperature, max_tokens,
+                json_extract(settings, '$.conversation_config.agent.language'),
+                json_extract(settings, '$.conversation_config.tts.speed'), allowed_origins
          FROM genies WHERE page_slug = ?1 AND is_active = 1",
         [slug],
         |r| {
@@ -43,6 +50,9 @@ pub fn find_active(c: &Connection, slug: &str) -> rusqlite::Result<Option<PageGe
                 llm_model: r.get(9)?,
                 temperature: r.get(10)?,
                 max_tokens: r.get(11)?,
+                language: r.get::<_, Option<String>>(12).unwrap_or(None),
+                speed: r.get::<_, Option<f64>>(13).unwrap_or(None),
+                allowed_origins: super::json_col(r.get(14)?, json!([])),
             })
         },
     )
@@ -115,6 +125,85 @@ pub fn update_chat(
     c.execute(
         "UPDATE conversations SET transcript = ?2, duration_seconds = ?3, updated_at = ?4 WHERE id = ?1",
         params![id, transcript, duration_seconds, super::now()],
+    )?;
+    Ok(())
+}
+
+/// The genie's conversation tools (JSON array).
+pub fn tools(c: &Connection, genie_id: &str) -> rusqlite::Result<Value> {
+    let t: Option<String> = c
+        .query_row("SELECT tools FROM genies WHERE id = ?1", [genie_id], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    Ok(super::json_col(t, json!([])))
+}
+
+/// The stored transcript of a conversation (JSON text).
+pub fn transcript(c: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
+    c.query_row(
+        "SELECT transcript FROM conversations WHERE id = ?1",
+        [id],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+pub fn set_transcript(c: &Connection, id: &str, transcript: &str) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE conversations SET transcript = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, transcript, super::now()],
+    )?;
+    Ok(())
+}
+
+/// Whether `id` is a web conversation of the genie (ended or not).
+pub fn belongs(c: &Connection, id: &str, genie_id: &str) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT EXISTS(SELECT 1 FROM conversations WHERE id = ?1 AND genie_id = ?2 AND channel = 'web')",
+        [id, genie_id],
+        |r| r.get(0),
+    )
+}
+
+/// A web conversation still in progress, as its ending needs it.
+#[derive(Debug, Clone)]
+pub struct InProgress {
+    pub genie_id: Option<String>,
+    pub started_at: String,
+    /// The last change: the last message.
+    pub updated_at: String,
+    pub metadata: Value,
+}
+
+pub fn in_progress(c: &Connection, id: &str) -> rusqlite::Result<Option<InProgress>> {
+    c.query_row(
+        "SELECT genie_id, started_at, updated_at, metadata FROM conversations
+         WHERE id = ?1 AND channel = 'web' AND status = 'in-progress'",
+        [id],
+        |r| {
+            Ok(InProgress {
+                genie_id: r.get(0)?,
+                started_at: r.get(1)?,
+                updated_at: r.get(2)?,
+                metadata: super::json_col(r.get(3)?, json!({})),
+            })
+        },
+    )
+    .optional()
+}
+
+/// Marks a web conversation `done` with its duration and metadata.
+pub fn finish_chat(
+    c: &Connection,
+    id: &str,
+    duration_seconds: i64,
+    metadata: &Value,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE conversations SET status = 'done', duration_seconds = ?2, metadata = ?3, updated_at = ?4
+         WHERE id = ?1",
+        params![id, duration_seconds, metadata.to_string(), super::now()],
     )?;
     Ok(())
 }

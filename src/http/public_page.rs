@@ -28,6 +28,7 @@ const WIDGET: &str = include_str!("../../assets/page/widget.html");
 const NOT_FOUND: &str = include_str!("../../assets/page/not_found.html");
 const CSS: &str = include_str!("../../assets/page/page.css");
 const JS: &str = include_str!("../../assets/page/page.js");
+const EMBED: &str = include_str!("../../assets/page/embed.js");
 
 /// Marks a response whose body must reach the client as it is (HTML pages and their 404).
 #[derive(Clone, Copy, Debug)]
@@ -36,7 +37,9 @@ pub struct KeepBody;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/g/{slug}", get(page))
-        .route("/g/{slug}/chat", post(chat))
+        .route("/g/{slug}/chat", post(chat).options(preflight))
+        .route("/g/{slug}/chat/end", post(end_chat).options(preflight))
+        .route("/g/{slug}/embed.js", get(embed_js))
         .route(
             "/page-assets/page.css",
             get(|| async { asset("text/css; charset=utf-8", CSS) }),
@@ -182,6 +185,11 @@ pub fn render_page(g: &PageGenie, provider: &str) -> String {
         .replace("{{slug}}", &escape(&g.slug))
         .replace("{{welcome}}", &escape(&welcome))
         .replace("{{name}}", &escape(&g.name))
+        .replace("{{lang}}", &escape(g.language.as_deref().unwrap_or("en")))
+        .replace(
+            "{{speed}}",
+            &g.speed.unwrap_or(1.0).clamp(0.5, 2.0).to_string(),
+        )
         // Last, so that text in the message is never taken for a placeholder.
         .replace("{{first_message}}", &first)
 }
@@ -189,10 +197,167 @@ pub fn render_page(g: &PageGenie, provider: &str) -> String {
 async fn page(State(app): State<AppState>, Path(slug): Path<String>) -> Response {
     let found = page_chat::find_active(&app, &slug).await;
     match found {
-        Ok(Some(g)) => html(StatusCode::OK, render_page(&g, app.voice.name())),
+        Ok(Some(g)) => {
+            let mut resp = html(StatusCode::OK, render_page(&g, app.voice.name()));
+            // Which sites may show the page in a frame (the widget): genied's own pages and
+            // the genie's allowed origins.
+            let mut ancestors = String::from("frame-ancestors 'self'");
+            for o in allowed(&g) {
+                ancestors.push(' ');
+                ancestors.push_str(&o);
+            }
+            if let Ok(v) = HeaderValue::from_str(&ancestors) {
+                resp.headers_mut()
+                    .insert(header::CONTENT_SECURITY_POLICY, v);
+            }
+            resp
+        }
         Ok(None) => html(StatusCode::NOT_FOUND, NOT_FOUND.to_string()),
         Err(e) => e.into_response(),
     }
+}
+
+fn allowed(g: &PageGenie) -> Vec<String> {
+    g.allowed_origins
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The request's `Origin` when it is another site's (not genied's own address).
+fn foreign_origin(app: &AppState, headers: &HeaderMap) -> Option<String> {
+    let origin = headers
+        .get(header::ORIGIN)?
+        .to_str()
+        .ok()?
+        .trim_end_matches('/');
+    let own = app.config.public_base();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let same = origin == own
+        || host
+            .is_some_and(|h| origin == format!("http://{h}") || origin == format!("https://{h}"));
+    (!same).then(|| origin.to_string())
+}
+
+/// The CORS rule of the chat routes: a request from another site is answered only when
+/// the genie lists that site in `allowed_origins` (then with `Access-Control-Allow-Origin`);
+/// any other is refused with 403 naming the origin. Same-site requests pass.
+async fn check_origin(
+    app: &AppState,
+    slug: &str,
+    headers: &HeaderMap,
+) -> ApiResult<Option<HeaderValue>> {
+    let Some(origin) = foreign_origin(app, headers) else {
+        return Ok(None);
+    };
+    let g = page_chat::find_active(app, slug)
+        .await?
+        .ok_or_else(ApiError::agent_not_found)?;
+    if allowed(&g).contains(&origin) {
+        return Ok(HeaderValue::from_str(&origin).ok());
+    }
+    Err(ApiError::forbidden(format!(
+        "the site {origin} may not use this genie's chat; its owner can add it to the genie's allowed_origins"
+    )))
+}
+
+fn with_cors(mut resp: Response, allow: Option<HeaderValue>) -> Response {
+    if let Some(o) = allow {
+        let h = resp.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o);
+        h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    }
+    resp
+}
+
+/// The CORS preflight of the chat routes.
+async fn preflight(
+    State(app): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    match check_origin(&app, &slug, &headers).await {
+        Ok(allow) => {
+            let mut resp = StatusCode::NO_CONTENT.into_response();
+            let h = resp.headers_mut();
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_static("POST"),
+            );
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                HeaderValue::from_static("content-type, accept"),
+            );
+            h.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                HeaderValue::from_static("600"),
+            );
+            with_cors(resp, allow)
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /g/{slug}/embed.js`: the widget script. It refuses to mount (with a console error
+/// naming the site) on a page whose origin the genie does not allow; a request whose
+/// `Referer` names such a site gets that refusal from the server already.
+async fn embed_js(
+    State(app): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let js = |status: StatusCode, body: String| {
+        let mut resp = (
+            status,
+            [
+                (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            body,
+        )
+            .into_response();
+        resp.extensions_mut().insert(KeepBody);
+        resp
+    };
+    let g = match page_chat::find_active(&app, &slug).await {
+        Ok(Some(g)) => g,
+        Ok(None) => {
+            let msg = json!(format!(
+                "genied: there is no active genie '{slug}' to embed"
+            ));
+            return js(StatusCode::NOT_FOUND, format!("console.error({msg});\n"));
+        }
+        Err(e) => return e.into_response(),
+    };
+    let origins = allowed(&g);
+    let own = app.config.public_base();
+    let referer_origin = headers
+        .get(header::REFERER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|r| url::Url::parse(r).ok())
+        .map(|u| u.origin().ascii_serialization());
+    let refused = referer_origin
+        .as_ref()
+        .is_some_and(|o| o != &own && !origins.contains(o));
+    let body = EMBED
+        .replace("__BASE__", &json!(own).to_string())
+        .replace("__SLUG__", &json!(g.slug).to_string())
+        .replace("__NAME__", &json!(g.name).to_string())
+        .replace("__ALLOWED__", &json!(origins).to_string())
+        .replace("__REFUSED__", if refused { "true" } else { "false" });
+    js(
+        if refused {
+            StatusCode::FORBIDDEN
+        } else {
+            StatusCode::OK
+        },
+        body,
+    )
 }
 
 #[derive(Deserialize)]
@@ -207,18 +372,41 @@ async fn chat(
     State(app): State<AppState>,
     ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
     Path(slug): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // The same per-address limit for streams, JSON and the widget: they are one route.
     if let Err(e) = app.public_chat.check(addr.ip()) {
         return e.into_response();
     }
-    match chat_inner(&app, slug, &body).await {
+    let allow = match check_origin(&app, &slug, &headers).await {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
+    let input = match chat_input(&body) {
+        Ok(i) => i,
+        Err(e) => return with_cors(e.into_response(), allow),
+    };
+    if wants_stream(&headers) {
+        return with_cors(stream_chat(app, slug, input), allow);
+    }
+    let resp = match page_chat::chat(&app, slug, input.0, &input.1).await {
         Ok(v) => Json(json!({"success": true, "data": v})).into_response(),
         Err(e) => e.into_response(),
-    }
+    };
+    with_cors(resp, allow)
 }
 
-async fn chat_inner(app: &AppState, slug: String, body: &[u8]) -> ApiResult<Value> {
+fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains("text/event-stream"))
+}
+
+/// The conversation id (checked) and the message of a chat request.
+fn chat_input(body: &[u8]) -> ApiResult<(Option<String>, String)> {
     let raw = serde_json::from_slice::<Value>(body)
         .map_err(|e| ApiError::validation(format!("request body is not valid JSON: {e}")))?;
     let input: ChatIn = crate::api::parse_value(&raw, "body")?;
@@ -227,8 +415,99 @@ async fn chat_inner(app: &AppState, slug: String, body: &[u8]) -> ApiResult<Valu
         .filter(|s| !s.is_empty())
         .map(|s| crate::api::parse_uuid(&s, "conversation_id"))
         .transpose()?;
-    let answer = page_chat::chat(app, slug, conv_id, &input.message).await?;
-    Ok(json!(answer))
+    Ok((conv_id, input.message))
+}
+
+fn error_json(e: &ApiError) -> Value {
+    json!({"code": e.code(), "message": e.message, "status": e.status().as_u16()})
+}
+
+/// The reply as Server-Sent Events: `token` (`{text}`) as the model sends each piece,
+/// `tool` (`{name, status: running|done|failed}`) around each tool call, then one `done`
+/// with the JSON answer, or one `error` with the envelope's error object. The turn runs on
+/// its own task: a visitor who closes the page still gets the turn recorded.
+fn stream_chat(app: AppState, slug: String, input: (Option<String>, String)) -> Response {
+    use axum::response::sse::{Event as Sse_, KeepAlive, Sse};
+    use page_chat::Step;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Step>();
+    let task =
+        tokio::spawn(
+            async move { page_chat::chat_with(&app, slug, input.0, &input.1, Some(tx)).await },
+        );
+    let stream = futures_util::stream::unfold((rx, Some(task)), |(mut rx, task)| async move {
+        let task = task?;
+        let ev = match rx.recv().await {
+            Some(Step::Token(t)) => Sse_::default().event("token").json_data(json!({"text": t})),
+            Some(Step::ToolStarted { name }) => Sse_::default()
+                .event("tool")
+                .json_data(json!({"name": name, "status": "running"})),
+            Some(Step::ToolFinished {
+                name,
+                ok,
+                duration_ms,
+            }) => Sse_::default().event("tool").json_data(json!({
+                "name": name, "status": if ok { "done" } else { "failed" }, "duration_ms": duration_ms
+            })),
+            // Every sender is gone: the turn is over.
+            None => {
+                let ev = match task.await {
+                    Ok(Ok(answer)) => Sse_::default().event("done").json_data(answer),
+                    Ok(Err(e)) => Sse_::default().event("error").json_data(error_json(&e)),
+                    Err(_) => Sse_::default().event("error").json_data(error_json(
+                        &ApiError::new(crate::error::Kind::Internal, "internal error"),
+                    )),
+                };
+                return Some((ev, (rx, None)));
+            }
+        };
+        Some((ev, (rx, Some(task))))
+    });
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx buffer responses unless told not to.
+    resp.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndIn {
+    #[serde(alias = "conversationId")]
+    conversation_id: String,
+}
+
+/// `POST /g/{slug}/chat/end` `{conversation_id}`: the visitor ends the conversation.
+async fn end_chat(
+    State(app): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = app.public_chat.check(addr.ip()) {
+        return e.into_response();
+    }
+    let allow = match check_origin(&app, &slug, &headers).await {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
+    let run = async {
+        let raw = serde_json::from_slice::<Value>(&body)
+            .map_err(|e| ApiError::validation(format!("request body is not valid JSON: {e}")))?;
+        let input: EndIn = crate::api::parse_value(&raw, "body")?;
+        let id = crate::api::parse_uuid(&input.conversation_id, "conversation_id")?;
+        let ended = page_chat::visitor_ends(&app, slug, id.clone()).await?;
+        Ok::<_, ApiError>(json!({"conversation_id": id, "ended": true, "already_ended": !ended}))
+    };
+    let resp = match run.await {
+        Ok(v) => Json(json!({"success": true, "data": v})).into_response(),
+        Err(e) => e.into_response(),
+    };
+    with_cors(resp, allow)
 }
 
 // ---- QR images ---------------------------------------------------------------------------
@@ -338,6 +617,9 @@ mod tests {
             llm_model: "m".into(),
             temperature: None,
             max_tokens: None,
+            language: Some("de".into()),
+            speed: Some(1.2),
+            allowed_origins: json!([]),
         }
     }
 

@@ -464,83 +464,174 @@ pub async fn update_meta(
         .await
 }
 
-/// What a `sync` did.
-#[derive(Default)]
-pub struct Synced {
-    /// How many genies were synced.
-    pub genies: usize,
-    pub created: i64,
-    pub updated: i64,
-    pub unchanged: i64,
-    /// `{genie_id, message}` per genie or conversation that could not be synced.
-    pub errors: Vec<Value>,
-    completed: Vec<Conversation>,
-}
+/// Job kind of a background `conversations sync` run.
+pub const SYNC_JOB: &str = "conversations.sync";
+/// Attempts of a sync job; a provider error on the last one is recorded against the genie
+/// and the run goes on with the next.
+pub const SYNC_ATTEMPTS: i64 = 3;
+/// Requests a second sync runs make to the voice platform, all runs of the process together
+/// (the platforms rate-limit an account; a sync must not starve calls and provisioning).
+pub const PROVIDER_REQUESTS_PER_SECOND: u32 = 10;
+
+pub use crate::db::sync_runs::SyncRun;
 
 /// Statuses after which a conversation no longer changes at the provider.
 const FINAL: &[&str] = &["done", "failed"];
 
-/// Pulls `user_id`'s conversations from the voice platform: of the genie `genie_id` (which
-/// they must own and which must be provisioned), or of every provisioned genie of theirs.
-/// A genie that fails is reported in `errors`; when every genie failed and nothing was
-/// stored, the sync is a 502.
-pub async fn sync(app: &AppState, user_id: &str, genie_id: Option<String>) -> ApiResult<Synced> {
+/// Starts pulling `user_id`'s conversations from the voice platform in the background: of
+/// the genie `genie_id` (which they must own and which must be provisioned), or of every
+/// provisioned genie of theirs. The run and its job commit together; the run's record
+/// (`sync-status`) tells its progress.
+pub async fn start_sync(
+    app: &AppState,
+    user_id: &str,
+    genie_id: Option<String>,
+) -> ApiResult<SyncRun> {
     let me = user_id.to_string();
-    let genies = match genie_id {
-        Some(g) => {
-            let genie = app
-                .db
-                .read(move |c| Ok(repo::genie(c, &g)?.filter(|g| g.user_id == me)))
-                .await?
-                .ok_or_else(ApiError::agent_not_found)?;
-            if genie.external_agent_id.is_none() {
-                return Err(ApiError::validation(
-                    "data.genieId: this genie is not provisioned on the voice platform",
-                ));
-            }
-            vec![genie]
-        }
-        None => {
-            app.db
-                .read(move |c| Ok(repo::syncable_genies(c, &me)?))
-                .await?
-        }
-    };
-    let mut n = Synced {
-        genies: genies.len(),
-        ..Synced::default()
-    };
-    for g in &genies {
-        if let Err(e) = sync_genie(app, g, &mut n).await {
-            n.errors
-                .push(json!({"genie_id": g.id, "message": e.message}));
-        }
-    }
-    if !genies.is_empty()
-        && n.errors.len() == genies.len()
-        && n.created + n.updated + n.unchanged == 0
-    {
-        return Err(ApiError::upstream(format!(
-            "sync failed: {}",
-            n.errors[0]["message"].as_str().unwrap_or("")
-        )));
-    }
-    for conv in &n.completed {
-        emit_completed(app, &conv.id).await?;
-    }
-    if !n.completed.is_empty() {
-        app.wake_jobs();
-    }
-    Ok(n)
+    let run = app
+        .db
+        .write(move |c| {
+            let genies = match &genie_id {
+                Some(g) => {
+                    let genie = repo::genie(c, g)?
+                        .filter(|g| g.user_id == me)
+                        .ok_or_else(ApiError::agent_not_found)?;
+                    if genie.external_agent_id.is_none() {
+                        return Err(ApiError::validation(
+                            "data.genieId: this genie is not provisioned on the voice platform",
+                        ));
+                    }
+                    1
+                }
+                None => repo::syncable_genies(c, &me)?.len() as i64,
+            };
+            let run = crate::db::sync_runs::insert(c, &me, genie_id.as_deref(), genies)?;
+            crate::jobs::enqueue(
+                c,
+                SYNC_JOB,
+                &json!({"run_id": run.id}),
+                std::time::Duration::ZERO,
+                Some(SYNC_ATTEMPTS),
+            )?;
+            Ok(run)
+        })
+        .await?;
+    app.wake_jobs();
+    Ok(run)
 }
 
-/// Pages through one genie's conversations on the platform. Each conversation is stored in
-/// its own transaction, so an interrupted sync keeps what it stored and the next one skips
-/// what has not changed.
-async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut Synced) -> ApiResult<()> {
+/// A sync run of `user_id`'s.
+pub async fn sync_status(app: &AppState, user_id: &str, id: &str) -> ApiResult<SyncRun> {
+    let (uid, id) = (user_id.to_string(), id.to_string());
+    app.db
+        .read(move |c| Ok(crate::db::sync_runs::get(c, &uid, &id)?))
+        .await?
+        .ok_or_else(|| ApiError::not_found("sync run"))
+}
+
+fn provider_limiter() -> &'static governor::DefaultDirectRateLimiter {
+    static L: std::sync::OnceLock<governor::DefaultDirectRateLimiter> = std::sync::OnceLock::new();
+    L.get_or_init(|| {
+        let n = std::num::NonZeroU32::new(PROVIDER_REQUESTS_PER_SECOND).expect("non-zero");
+        governor::RateLimiter::direct(governor::Quota::per_second(n))
+    })
+}
+
+async fn paced() {
+    provider_limiter().until_ready().await;
+}
+
+async fn save_run(app: &AppState, run: &SyncRun) -> ApiResult<()> {
+    let r = run.clone();
+    app.db
+        .write(move |c| Ok(crate::db::sync_runs::save(c, &r)?))
+        .await
+}
+
+/// The `conversations.sync` job (`attempt` counts from 1): pages through each genie's
+/// conversations at the provider in a stable order, saving the counts and the position
+/// after every page, so a run that stops (restart, provider error) resumes from there.
+/// Storing is keyed by the provider's conversation id, so nothing is stored twice.
+pub async fn sync_job(app: &AppState, payload: &Value, attempt: i64) -> ApiResult<()> {
+    let id = payload["run_id"]
+        .as_str()
+        .ok_or_else(|| ApiError::validation("payload has no run_id"))?
+        .to_string();
+    let Some(mut run) = app
+        .db
+        .read(move |c| Ok(crate::db::sync_runs::get_any(c, &id)?))
+        .await?
+    else {
+        return Ok(());
+    };
+    if run.status == "succeeded" || run.status == "failed" {
+        return Ok(());
+    }
+    let (uid, gid) = (run.user_id.clone(), run.genie_id.clone());
+    let mut genies = app
+        .db
+        .read(move |c| {
+            Ok(match gid {
+                Some(g) => repo::genie(c, &g)?
+                    .filter(|g| g.user_id == uid && g.external_agent_id.is_some())
+                    .into_iter()
+                    .collect(),
+                None => repo::syncable_genies(c, &uid)?,
+            })
+        })
+        .await?;
+    genies.sort_by(|a, b| a.id.cmp(&b.id));
+    run.status = "running".into();
+    let from_genie = run.position["genie_id"].as_str().map(str::to_string);
+    let mut cursor = run.position["cursor"].as_str().map(str::to_string);
+    for g in genies
+        .iter()
+        .filter(|g| from_genie.as_ref().is_none_or(|f| &g.id >= f))
+    {
+        if from_genie.as_ref() != Some(&g.id) {
+            cursor = None;
+        }
+        run.position = json!({"genie_id": g.id, "cursor": cursor});
+        save_run(app, &run).await?;
+        match sync_genie(app, g, &mut run, cursor.take()).await {
+            Ok(()) => {}
+            // Try again later from the saved position, unless this was the last attempt.
+            Err(e) if attempt < SYNC_ATTEMPTS && !e.is(crate::error::Kind::Validation) => {
+                return Err(e);
+            }
+            Err(e) => {
+                if let Some(list) = run.errors.as_array_mut() {
+                    list.push(json!({"genie_id": g.id, "message": e.message}));
+                }
+            }
+        }
+        run.genies_done += 1;
+    }
+    let errors = run.errors.as_array().map_or(0, Vec::len) as i64;
+    run.status =
+        if run.genies > 0 && errors >= run.genies && run.created + run.updated + run.unchanged == 0
+        {
+            "failed".into()
+        } else {
+            "succeeded".into()
+        };
+    run.position = json!({"genie_id": null, "cursor": null, "done": true});
+    run.finished_at = Some(crate::db::now());
+    save_run(app, &run).await
+}
+
+/// Pages through one genie's conversations on the platform from `cursor`. Each
+/// conversation is stored in its own transaction and announced when it just finished; the
+/// run's progress is saved after each page.
+async fn sync_genie(
+    app: &AppState,
+    g: &repo::GenieRef,
+    run: &mut SyncRun,
+    mut cursor: Option<String>,
+) -> ApiResult<()> {
     let agent = g.external_agent_id.clone().unwrap_or_default();
-    let mut cursor: Option<String> = None;
     for _ in 0..1000 {
+        paced().await;
         let page = app
             .voice
             .list_conversations(&agent, cursor.as_deref())
@@ -553,31 +644,37 @@ async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut Synced) -> ApiRe
                 .await?;
             if let Some(k) = &known {
                 if k.user_id != g.user_id {
-                    n.errors.push(json!({"genie_id": g.id, "message": format!("conversation {} belongs to another account", s.conversation_id)}));
+                    if let Some(list) = run.errors.as_array_mut() {
+                        list.push(json!({"genie_id": g.id, "message": format!("conversation {} belongs to another account", s.conversation_id)}));
+                    }
                     continue;
                 }
                 if k.status == s.status
                     && k.duration_seconds == s.call_duration_secs
                     && FINAL.contains(&k.status.as_str())
                 {
-                    n.unchanged += 1;
+                    run.unchanged += 1;
                     continue;
                 }
             }
+            paced().await;
             let d = app.voice.get_conversation(&s.conversation_id).await?;
             let stored = store_provider_conversation(app, g, d).await?;
             if stored.created {
-                n.created += 1;
+                run.created += 1;
             } else {
-                n.updated += 1;
+                run.updated += 1;
             }
             if stored.became_done {
-                n.completed.push(stored.conversation);
+                emit_completed(app, &stored.conversation.id).await?;
+                app.wake_jobs();
             }
         }
-        match page.next_cursor {
-            Some(c) if !c.is_empty() => cursor = Some(c),
-            _ => break,
+        cursor = page.next_cursor.filter(|c| !c.is_empty());
+        run.position = json!({"genie_id": g.id, "cursor": cursor});
+        save_run(app, run).await?;
+        if cursor.is_none() {
+            break;
         }
     }
     Ok(())

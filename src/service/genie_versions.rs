@@ -40,6 +40,7 @@ pub fn config_of(g: &GenieRow, docs: &[AttachedDoc]) -> Value {
         "turn_timeout_seconds": g.turn_timeout_seconds,
         "silence_end_seconds": g.silence_end_seconds,
         "turn_mode": g.turn_mode,
+        "tools": g.tools,
         "documents": docs.iter().map(|d| json!({"id": d.id, "name": d.name})).collect::<Vec<_>>(),
     });
     for (name, ptr) in SETTINGS_CONFIG {
@@ -86,6 +87,9 @@ pub fn apply_config(g: &mut GenieRow, c: &Value) {
     }
     if has("max_tokens") {
         g.max_tokens = c["max_tokens"].as_i64();
+    }
+    if c["tools"].is_array() {
+        g.tools = c["tools"].clone();
     }
     if has("max_duration_seconds") {
         g.max_duration_seconds = c["max_duration_seconds"].as_i64();

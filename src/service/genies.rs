@@ -370,5 +370,9 @@ pub fn agent_spec(g: &GenieRow, knowledge_base: Vec<KbDocRef>) -> AgentSpec {
         silence_end_seconds: g.silence_end_seconds,
         turn_mode: Some(g.turn_mode.clone()),
         knowledge_base,
+        tools: crate::service::genie_tools::parse(&g.tools)
+            .iter()
+            .map(crate::service::genie_tools::agent_tool)
+            .collect(),
     }
 }

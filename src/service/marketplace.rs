@@ -82,6 +82,7 @@ pub async fn publish(
             let mut t =
                 repo::genie_template(c, &uid, &gid)?.ok_or_else(ApiError::agent_not_found)?;
             strip_private(&mut t.settings);
+            t.tools = crate::service::genie_tools::without_secrets(&t.tools);
             t.name = p.name.unwrap_or(t.name);
             t.description = p.description.or(t.description);
             t.category = p.category.or(t.category);
@@ -190,6 +191,7 @@ where
         "webWelcomeMessage": l.web_welcome_message, "voiceId": l.voice_id,
         "llmModel": l.llm_model, "temperature": l.temperature, "maxTokens": l.max_tokens,
         "settings": l.settings, "setupCompleted": true,
+        "tools": crate::service::genie_tools::without_secrets(&l.tools),
     }))
     .await?;
     let gid = genie["id"].as_str().unwrap_or_default().to_string();

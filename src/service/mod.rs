@@ -9,6 +9,7 @@ pub mod conversations;
 pub mod documents;
 pub mod genie_tests;
 pub mod genie_versions;
+pub mod genie_tools;
 pub mod genies;
 pub mod leads;
 pub mod marketplace;

@@ -10,12 +10,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::db::{self, page_chat as store};
 use crate::error::{ApiError, ApiResult};
 use crate::llm::{ChatRequest, Message};
-use crate::service::genie_versions;
+use crate::service::{genie_tools, genie_versions};
 use crate::state::AppState;
 
 pub use crate::db::page_chat::PageGenie;
@@ -53,6 +53,10 @@ struct PageTurn {
     time_in_call_secs: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     citations: Vec<Citation>,
+    /// The tools the genie called before this answer: name, arguments, result or error,
+    /// duration. Never a credential (webhook replies are redacted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<genie_tools::ToolRecord>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -62,6 +66,10 @@ pub struct Answer {
     /// False when no LLM is configured and `reply` is [`UNAVAILABLE_REPLY`].
     pub configured: bool,
     pub citations: Vec<Citation>,
+    /// The tools called for this answer, as the visitor sees them.
+    pub tool_steps: Vec<ToolStep>,
+    /// The conversation ended with this answer (the genie called `end_conversation`).
+    pub ended: bool,
 }
 
 pub async fn find_active(app: &AppState, slug: &str) -> ApiResult<Option<PageGenie>> {
@@ -97,6 +105,48 @@ fn system_prompt(g: &PageGenie, passages: &[Citation]) -> String {
     system
 }
 
+/// Rounds of tool calls one visitor message may cause before the genie must answer.
+pub const MAX_TOOL_ROUNDS: usize = 5;
+
+/// Job kind: end a web conversation once it has been idle for the configured time.
+pub const IDLE_JOB: &str = "conversation.idle";
+/// Job kind: the follow-up of an ended conversation (analysis, `conversation.completed`).
+pub const FINISH_JOB: &str = "conversation.finish";
+
+/// What a streaming client is told while a turn is under way.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// A piece of the reply, as the model sent it.
+    Token(String),
+    /// A tool call started ("looking up…").
+    ToolStarted { name: String },
+    /// A tool call finished.
+    ToolFinished {
+        name: String,
+        ok: bool,
+        duration_ms: u64,
+    },
+}
+
+pub type Sink = tokio::sync::mpsc::UnboundedSender<Step>;
+
+/// The figures of one LLM turn of a page chat, together at its end: first token and total
+/// time (the streamed path), and the endpoint's token usage.
+#[derive(Debug, Clone, Default)]
+pub struct TurnFigures {
+    pub first_token: Option<std::time::Duration>,
+    pub total: std::time::Duration,
+    pub usage: crate::llm::Usage,
+    pub tool_calls: usize,
+}
+
+/// A tool step as the visitor sees it: which tool, and whether it worked (never its data).
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolStep {
+    pub name: String,
+    pub ok: bool,
+}
+
 /// Answers one visitor message on the page of `slug`, appending to the conversation
 /// `conversation_id` (a web conversation of this genie still in progress) or opening one.
 pub async fn chat(
@@ -104,6 +154,17 @@ pub async fn chat(
     slug: String,
     conversation_id: Option<String>,
     message: &str,
+) -> ApiResult<Answer> {
+    chat_with(app, slug, conversation_id, message, None).await
+}
+
+/// [`chat`], telling `sink` each token and tool step as it happens (the SSE path).
+pub async fn chat_with(
+    app: &AppState,
+    slug: String,
+    conversation_id: Option<String>,
+    message: &str,
+    sink: Option<Sink>,
 ) -> ApiResult<Answer> {
     let message = message.trim().to_string();
     if message.is_empty() || message.chars().count() > MAX_MESSAGE_CHARS {
@@ -115,7 +176,7 @@ pub async fn chat(
     let m2 = message.clone();
     let new_id = db::new_id();
     let n2 = new_id.clone();
-    let (genie, open, passages, version) = app
+    let (genie, open, passages, tools_json, version) = app
         .db
         .read(move |c| {
             let mut g = store::find_active(c, &slug)?.ok_or_else(ApiError::agent_not_found)?;
@@ -136,9 +197,16 @@ pub async fn chat(
             } else {
                 Vec::new()
             };
-            Ok((g, open, hits, serving.version))
+            // A version's tools serve its conversations (configurations from before tools
+            // existed have none recorded: the genie's own then).
+            let tools = match serving.config.get("tools") {
+                Some(t) if t.is_array() => t.clone(),
+                _ => store::tools(c, &g.id)?,
+            };
+            Ok((g, open, hits, tools, serving.version))
         })
         .await?;
+    let tools = genie_tools::parse(&tools_json);
     let citations: Vec<Citation> = passages
         .into_iter()
         .map(|h| Citation {
@@ -157,6 +225,7 @@ pub async fn chat(
                 message: m.to_string(),
                 time_in_call_secs: 0.0,
                 citations: Vec::new(),
+                tool_calls: Vec::new(),
             })
             .into_iter()
             .collect(),
@@ -170,14 +239,34 @@ pub async fn chat(
         .as_ref()
         .map(|o| o.started_at.clone())
         .unwrap_or_else(|| db::fmt_time(now));
-    let elapsed = chrono::DateTime::parse_from_rfc3339(&started_at)
-        .map(|t| {
-            (now - t.with_timezone(&chrono::Utc))
-                .num_milliseconds()
-                .max(0) as f64
-                / 1000.0
-        })
-        .unwrap_or(0.0);
+    let secs = (elapsed_secs(&started_at, now) * 10.0).round() / 10.0;
+    let history = transcript.clone();
+    transcript.push(PageTurn {
+        role: "user".into(),
+        message: message.clone(),
+        time_in_call_secs: secs,
+        citations: Vec::new(),
+        tool_calls: Vec::new(),
+    });
+    // The visitor's message is stored before the model is asked: it is not lost if the
+    // model fails, and the conversation exists for the tools that act on it.
+    let id = match &open {
+        Some(o) => {
+            save_transcript(app, &o.id, &transcript, &started_at).await?;
+            o.id.clone()
+        }
+        None => {
+            let new = NewConversation {
+                id: new_id,
+                version,
+                configured,
+            };
+            open_conversation(app, &genie, &started_at, &transcript, new).await?
+        }
+    };
+    let mut steps = Vec::new();
+    let mut records = Vec::new();
+    let mut end = false;
     let reply = match &app.llm {
         None => {
             if !WARNED_UNCONFIGURED.swap(true, Ordering::Relaxed) {
@@ -187,7 +276,7 @@ pub async fn chat(
         }
         Some(llm) => {
             let mut messages = vec![Message::new("system", system_prompt(&genie, &citations))];
-            for t in &transcript {
+            for t in &history {
                 let role = if t.role == "user" {
                     "user"
                 } else {
@@ -200,78 +289,356 @@ pub async fn chat(
                 .filter(|m| !m.is_empty())
                 .map(str::to_string)
                 .unwrap_or_else(|| llm.default_model.clone());
-            let req = ChatRequest {
-                model,
-                messages,
-                tools: None,
-                temperature: genie.temperature,
-                max_tokens: genie.max_tokens,
+            let ctx = genie_tools::CallCtx {
+                app,
+                genie: &genie,
+                conversation_id: &id,
             };
-            let out = llm.chat(&req).await.map_err(|e| {
-                tracing::warn!(genie = %genie.id, error = %e, "public page chat: LLM call failed");
-                ApiError::upstream("the genie could not answer right now; try again")
-            })?;
-            let text = out.message.content.unwrap_or_default().trim().to_string();
+            let mut figures = TurnFigures::default();
+            let mut text = String::new();
+            for round in 0..=MAX_TOOL_ROUNDS {
+                // The last round offers no tools: the genie must answer.
+                let offer = round < MAX_TOOL_ROUNDS && !tools.is_empty();
+                let req = ChatRequest {
+                    model: model.clone(),
+                    messages: messages.clone(),
+                    tools: offer.then(|| genie_tools::llm_tools(&tools)),
+                    temperature: genie.temperature,
+                    max_tokens: genie.max_tokens,
+                };
+                let out = match &sink {
+                    None => llm.chat(&req).await,
+                    Some(s) => {
+                        let s = s.clone();
+                        llm.chat_stream(&req, move |t| {
+                            let _ = s.send(Step::Token(t.to_string()));
+                        })
+                        .await
+                        .map(|t| {
+                            if figures.first_token.is_none() {
+                                figures.first_token = t.first_token.map(|f| figures.total + f);
+                            }
+                            figures.total += t.total;
+                            t.response
+                        })
+                    }
+                };
+                let out = out.map_err(|e| {
+                    tracing::warn!(genie = %genie.id, error = %e, "public page chat: LLM call failed");
+                    ApiError::upstream("the genie could not answer right now; try again")
+                })?;
+                figures.usage.prompt_tokens += out.usage.prompt_tokens;
+                figures.usage.completion_tokens += out.usage.completion_tokens;
+                figures.usage.total_tokens += out.usage.total_tokens;
+                let calls = out.message.tool_calls.clone().unwrap_or_default();
+                if calls.is_empty() || !offer {
+                    text = out.message.content.unwrap_or_default().trim().to_string();
+                    break;
+                }
+                let mut assistant = out.message.clone();
+                let calls: Vec<_> = calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, mut c)| {
+                        if c.id.is_empty() {
+                            c.id = format!("call_{round}_{k}");
+                        }
+                        c
+                    })
+                    .collect();
+                assistant.tool_calls = Some(calls.clone());
+                messages.push(assistant);
+                for c in &calls {
+                    if let Some(s) = &sink {
+                        let _ = s.send(Step::ToolStarted {
+                            name: c.function.name.clone(),
+                        });
+                    }
+                    let o = genie_tools::run(&ctx, &tools, &c.function.name, &c.function.arguments)
+                        .await;
+                    if let Some(s) = &sink {
+                        let _ = s.send(Step::ToolFinished {
+                            name: o.record.name.clone(),
+                            ok: o.record.error.is_none(),
+                            duration_ms: o.record.duration_ms,
+                        });
+                    }
+                    end |= o.end;
+                    steps.push(ToolStep {
+                        name: o.record.name.clone(),
+                        ok: o.record.error.is_none(),
+                    });
+                    messages.push(Message::tool_result(&c.id, o.content));
+                    records.push(o.record);
+                }
+                figures.tool_calls = records.len();
+            }
+            tracing::debug!(genie = %genie.id, ?figures, "page chat turn");
             if text.is_empty() {
-                return Err(ApiError::upstream(
-                    "the genie sent an empty answer; try again",
-                ));
+                if end {
+                    text = "Goodbye!".to_string();
+                } else {
+                    return Err(ApiError::upstream(
+                        "the genie sent an empty answer; try again",
+                    ));
+                }
             }
             Some(text)
         }
     };
-    let secs = (elapsed * 10.0).round() / 10.0;
-    transcript.push(PageTurn {
-        role: "user".into(),
-        message,
-        time_in_call_secs: secs,
-        citations: Vec::new(),
-    });
     if let Some(r) = &reply {
-        transcript.push(PageTurn {
+        let turn = PageTurn {
             role: "agent".into(),
             message: r.clone(),
             time_in_call_secs: secs,
             citations: citations.clone(),
-        });
+            tool_calls: records,
+        };
+        append_turn(app, &id, turn).await?;
     }
-    let text = serde_json::to_string(&transcript)?;
-    let id = open.as_ref().map(|o| o.id.clone()).unwrap_or(new_id);
-    let (id2, gid, uid, is_new) = (
-        id.clone(),
-        genie.id.clone(),
-        genie.user_id.clone(),
-        open.is_none(),
-    );
-    let duration = elapsed.round() as i64;
-    app.db
-        .write(move |c| {
-            if is_new {
-                let meta =
-                    json!({"source": "public_page", "llm_configured": configured}).to_string();
-                store::insert_chat(
-                    c,
-                    &store::NewChat {
-                        id: &id2,
-                        user_id: &uid,
-                        genie_id: &gid,
-                        started_at: &started_at,
-                        transcript: &text,
-                        metadata: &meta,
-                        version,
-                    },
-                )?;
-            } else {
-                store::update_chat(c, &id2, &text, duration)?;
-            }
-            Ok(())
-        })
-        .await?;
-    tracing::debug!(conversation = %id, turns = transcript.len(), "public page chat recorded");
+    if end {
+        end_conversation(app, &id, "genie").await?;
+    }
+    tracing::debug!(conversation = %id, "public page chat recorded");
     Ok(Answer {
         conversation_id: id,
         configured: reply.is_some(),
         reply: reply.unwrap_or_else(|| UNAVAILABLE_REPLY.to_string()),
         citations,
+        tool_steps: steps,
+        ended: end,
     })
+}
+
+fn elapsed_secs(started_at: &str, now: chrono::DateTime<chrono::Utc>) -> f64 {
+    chrono::DateTime::parse_from_rfc3339(started_at)
+        .map(|t| {
+            (now - t.with_timezone(&chrono::Utc))
+                .num_milliseconds()
+                .max(0) as f64
+                / 1000.0
+        })
+        .unwrap_or(0.0)
+}
+
+/// A page conversation about to open: its id (the traffic split was decided on it), the
+/// genie version that serves it, and whether a model answers.
+struct NewConversation {
+    id: String,
+    version: Option<i64>,
+    configured: bool,
+}
+
+fn idle_delay(app: &AppState) -> std::time::Duration {
+    std::time::Duration::from_secs(app.config.conversation_idle_timeout_seconds)
+}
+
+/// Opens the web conversation of a page visit, with its first turns: the one place a page
+/// conversation is created. Its idle ending is queued in the same transaction.
+async fn open_conversation(
+    app: &AppState,
+    genie: &PageGenie,
+    started_at: &str,
+    transcript: &[PageTurn],
+    new: NewConversation,
+) -> ApiResult<String> {
+    let text = serde_json::to_string(transcript)?;
+    let NewConversation {
+        id,
+        version,
+        configured,
+    } = new;
+    let (id2, gid, uid, started_at) = (
+        id.clone(),
+        genie.id.clone(),
+        genie.user_id.clone(),
+        started_at.to_string(),
+    );
+    let delay = idle_delay(app);
+    app.db
+        .write(move |c| {
+            let meta = json!({"source": "public_page", "llm_configured": configured}).to_string();
+            store::insert_chat(
+                c,
+                &store::NewChat {
+                    id: &id2,
+                    user_id: &uid,
+                    genie_id: &gid,
+                    started_at: &started_at,
+                    transcript: &text,
+                    metadata: &meta,
+                    version,
+                },
+            )?;
+            queue_idle(c, &id2, delay)?;
+            Ok(())
+        })
+        .await?;
+    Ok(id)
+}
+
+fn queue_idle(
+    c: &rusqlite::Connection,
+    id: &str,
+    delay: std::time::Duration,
+) -> rusqlite::Result<()> {
+    crate::jobs::enqueue(
+        c,
+        IDLE_JOB,
+        &json!({"conversation_id": id}),
+        // A little after the deadline, so the check finds it passed.
+        delay + std::time::Duration::from_millis(200),
+        None,
+    )?;
+    Ok(())
+}
+
+async fn save_transcript(
+    app: &AppState,
+    id: &str,
+    transcript: &[PageTurn],
+    started_at: &str,
+) -> ApiResult<()> {
+    let text = serde_json::to_string(transcript)?;
+    let duration = elapsed_secs(started_at, chrono::Utc::now()).round() as i64;
+    let id = id.to_string();
+    app.db
+        .write(move |c| {
+            store::update_chat(c, &id, &text, duration)?;
+            Ok(())
+        })
+        .await
+}
+
+/// Adds the genie's answer to the stored transcript (read in the same transaction, so a
+/// turn written meanwhile is kept).
+async fn append_turn(app: &AppState, id: &str, turn: PageTurn) -> ApiResult<()> {
+    let id = id.to_string();
+    app.db
+        .write(move |c| {
+            let Some(t) = store::transcript(c, &id)? else {
+                return Ok(());
+            };
+            let mut turns: Vec<PageTurn> = serde_json::from_str(&t).unwrap_or_default();
+            turns.push(turn);
+            store::set_transcript(c, &id, &serde_json::to_string(&turns)?)?;
+            Ok(())
+        })
+        .await
+}
+
+/// Ends a web conversation of a page that is still in progress (`by`: `visitor`, `genie`
+/// or `idle`): its status, duration and who ended it are committed together with the jobs
+/// that follow it up (analysis and `conversation.completed`, and the report when the genie
+/// asks for reports), so a crash after this loses none of them. False when it had already
+/// ended.
+pub async fn end_conversation(app: &AppState, id: &str, by: &str) -> ApiResult<bool> {
+    let (id, by) = (id.to_string(), by.to_string());
+    let ended = app.db.write(move |c| end_in(c, &id, &by)).await?;
+    if ended {
+        app.wake_jobs();
+    }
+    Ok(ended)
+}
+
+/// [`end_conversation`]'s transaction.
+pub fn end_in(c: &rusqlite::Connection, id: &str, by: &str) -> ApiResult<bool> {
+    let Some(open) = store::in_progress(c, id)? else {
+        return Ok(false);
+    };
+    let now = chrono::Utc::now();
+    let duration = elapsed_secs(&open.started_at, now).round() as i64;
+    let mut meta = open.metadata.clone();
+    if !meta.is_object() {
+        meta = json!({});
+    }
+    meta["ended_by"] = json!(by);
+    meta["ended_at"] = json!(db::fmt_time(now));
+    store::finish_chat(c, id, duration, &meta)?;
+    crate::jobs::enqueue(
+        c,
+        FINISH_JOB,
+        &json!({"conversation_id": id}),
+        std::time::Duration::ZERO,
+        Some(10),
+    )?;
+    let genie = match &open.genie_id {
+        Some(g) => crate::db::conversations::genie(c, g)?,
+        None => None,
+    };
+    crate::service::conversations::queue_report(c, id, genie.as_ref())?;
+    Ok(true)
+}
+
+/// Ends the conversation a visitor names, on the page of `slug`.
+pub async fn visitor_ends(
+    app: &AppState,
+    slug: String,
+    conversation_id: String,
+) -> ApiResult<bool> {
+    let cid = conversation_id.clone();
+    let known = app
+        .db
+        .read(move |c| {
+            let g = store::find_active(c, &slug)?.ok_or_else(ApiError::agent_not_found)?;
+            Ok(store::belongs(c, &cid, &g.id)?)
+        })
+        .await?;
+    if !known {
+        return Err(ApiError::not_found("conversation"));
+    }
+    end_conversation(app, &conversation_id, "visitor").await
+}
+
+/// The `conversation.idle` job: ends the conversation when no message came for the idle
+/// timeout. One per conversation, queued when it opens: finding newer activity, it queues
+/// itself again for when the conversation would next be idle.
+pub async fn idle_job(app: &AppState, payload: &Value) -> ApiResult<()> {
+    let id = payload["conversation_id"]
+        .as_str()
+        .ok_or_else(|| ApiError::validation("payload has no conversation_id"))?
+        .to_string();
+    let limit = app.config.conversation_idle_timeout_seconds as i64;
+    let ended = app
+        .db
+        .write(move |c| {
+            let Some(open) = store::in_progress(c, &id)? else {
+                return Ok(false);
+            };
+            let last = chrono::DateTime::parse_from_rfc3339(&open.updated_at)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .unwrap_or_else(|_| chrono::Utc::now());
+            let quiet = (chrono::Utc::now() - last).num_milliseconds();
+            if quiet < limit * 1000 {
+                let left = std::time::Duration::from_millis((limit * 1000 - quiet) as u64);
+                queue_idle(c, &id, left)?;
+                return Ok(false);
+            }
+            end_in(c, &id, "idle")
+        })
+        .await?;
+    if ended {
+        app.wake_jobs();
+    }
+    Ok(())
+}
+
+/// The `conversation.finish` job: analyses an ended conversation (which creates or fills in
+/// its lead) and announces `conversation.completed`.
+pub async fn finish_job(app: &AppState, payload: &Value) -> ApiResult<()> {
+    let id = payload["conversation_id"]
+        .as_str()
+        .ok_or_else(|| ApiError::validation("payload has no conversation_id"))?
+        .to_string();
+    let i2 = id.clone();
+    let owner = app
+        .db
+        .read(move |c| Ok(crate::db::conversations::get(c, &i2)?.map(|c| c.user_id)))
+        .await?;
+    // Deleted since: nothing to follow up.
+    let Some(owner) = owner else {
+        return Ok(());
+    };
+    crate::service::conversations::analyze_stored(app, &owner, &id).await?;
+    crate::service::conversations::emit_completed(app, &id).await
 }

@@ -146,6 +146,11 @@ fn conversation_config(spec: &AgentSpec) -> Value {
     );
     put(&mut prompt, "max_tokens", spec.max_tokens.map(Value::from));
     prompt.insert("knowledge_base".into(), json!(spec.knowledge_base));
+    let (tools, rag) = server_tools(spec);
+    prompt.insert("tools".into(), Value::Array(tools));
+    if rag {
+        prompt.insert("rag".into(), json!({"enabled": true}));
+    }
     let mut agent = Map::new();
     put(
         &mut agent,
@@ -192,8 +197,94 @@ fn conversation_config(spec: &AgentSpec) -> Value {
     json!({"agent": agent, "tts": tts, "turn": turn, "conversation": conversation})
 }
 
+/// The genie's tools as ElevenLabs tools: webhook tools become its server (`webhook`)
+/// tools, which its platform calls itself; `end_conversation` its `end_call` system tool;
+/// `search_knowledge_base` turns on retrieval over the agent's knowledge base (the second
+/// value). `capture_lead` and `transfer_to_human` have no tool there: they become data
+/// collection items (see [`data_collection`]). A webhook tool that needs a stored credential
+/// is left out: genied never hands a credential to a provider.
+fn server_tools(spec: &AgentSpec) -> (Vec<Value>, bool) {
+    let mut tools = Vec::new();
+    let mut rag = false;
+    for t in &spec.tools {
+        match t {
+            AgentTool::Webhook {
+                name,
+                description,
+                parameters,
+                url,
+                method,
+                timeout_seconds,
+                needs_credential: false,
+            } => {
+                let mut api = json!({"url": url, "method": method});
+                let schema = json!({
+                    "type": "object",
+                    "properties": parameters.get("properties").cloned().unwrap_or_else(|| json!({})),
+                    "required": parameters.get("required").cloned().unwrap_or_else(|| json!([])),
+                    "description": description,
+                });
+                if method == "GET" || method == "DELETE" {
+                    api["query_params_schema"] =
+                        json!({"properties": schema["properties"], "required": schema["required"]});
+                } else {
+                    api["request_body_schema"] = schema;
+                }
+                tools.push(json!({
+                    "type": "webhook", "name": name, "description": description,
+                    "response_timeout_secs": timeout_seconds, "api_schema": api,
+                }));
+            }
+            AgentTool::Webhook { .. } => {}
+            AgentTool::Builtin { name } if name == "end_conversation" => tools.push(json!({
+                "type": "system", "name": "end_call",
+                "description": "End the call once the caller is done (after saying goodbye).",
+            })),
+            AgentTool::Builtin { name } if name == "search_knowledge_base" => rag = true,
+            AgentTool::Builtin { .. } => {}
+        }
+    }
+    (tools, rag)
+}
+
+/// `capture_lead` and `transfer_to_human` as data collection: the platform extracts these
+/// from each call, and they reach genied with the conversation (post-call webhook, sync),
+/// where the analysis makes the lead.
+fn data_collection(spec: &AgentSpec) -> Map<String, Value> {
+    let mut items = Map::new();
+    for t in &spec.tools {
+        let AgentTool::Builtin { name } = t else {
+            continue;
+        };
+        match name.as_str() {
+            "capture_lead" => {
+                for (k, d) in [
+                    ("lead_name", "The caller's name, if they gave it"),
+                    ("lead_email", "The caller's email address, if they gave it"),
+                    ("lead_phone", "The caller's phone number, if they gave it"),
+                ] {
+                    items.insert(k.into(), json!({"type": "string", "description": d}));
+                }
+            }
+            "transfer_to_human" => {
+                items.insert(
+                    "transfer_to_human".into(),
+                    json!({"type": "boolean", "description": "Whether the caller asked to speak to a person"}),
+                );
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
 fn agent_body(spec: &AgentSpec) -> Value {
-    json!({"name": spec.name, "conversation_config": conversation_config(spec), "tags": ["genied"]})
+    let mut body = json!({"name": spec.name, "conversation_config": conversation_config(spec), "tags": ["genied"]});
+    let collect = data_collection(spec);
+    if !collect.is_empty() {
+        body["platform_settings"] = json!({"data_collection": collect});
+    }
+    body
 }
 
 fn seg(id: &str) -> String {

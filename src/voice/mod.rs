@@ -44,6 +44,27 @@ pub struct AgentSpec {
     pub silence_end_seconds: Option<f64>,
     pub turn_mode: Option<String>,
     pub knowledge_base: Vec<KbDocRef>,
+    /// The genie's conversation tools, for providers that run them in their own calls.
+    pub tools: Vec<AgentTool>,
+}
+
+/// A genie tool as a voice provider sees it: never a credential.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentTool {
+    /// An HTTP endpoint the provider calls itself.
+    Webhook {
+        name: String,
+        description: String,
+        parameters: Value,
+        url: String,
+        method: String,
+        timeout_seconds: u64,
+        /// The tool needs a stored credential, which genied never hands to a provider.
+        needs_credential: bool,
+    },
+    /// `search_knowledge_base`, `capture_lead`, `end_conversation` or `transfer_to_human`.
+    Builtin { name: String },
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -185,9 +185,26 @@ pub async fn send(
     app: &AppState,
     method: Method,
     url: &str,
+    headers: HeaderMap,
+    body: Option<Vec<u8>>,
+    creds: &[Opened],
+) -> Result<(crate::net::Fetched, Vec<String>), String> {
+    let limits = Limits {
+        max_bytes: FETCH_MAX_BYTES,
+        timeout: std::time::Duration::from_secs(30),
+    };
+    send_limited(app, method, url, headers, body, creds, limits).await
+}
+
+/// [`send`] within the caller's size and time bounds (a genie's webhook tool has its own).
+pub async fn send_limited(
+    app: &AppState,
+    method: Method,
+    url: &str,
     mut headers: HeaderMap,
     body: Option<Vec<u8>>,
     creds: &[Opened],
+    limits: Limits,
 ) -> Result<(crate::net::Fetched, Vec<String>), String> {
     let parsed = app.net.check(url).map_err(|e| e.to_string())?;
     let normal = parsed.as_str().to_string();
@@ -203,10 +220,6 @@ pub async fn send(
             injected.push(c.meta.name.clone());
         }
     }
-    let limits = Limits {
-        max_bytes: FETCH_MAX_BYTES,
-        timeout: std::time::Duration::from_secs(30),
-    };
     let fetched = app
         .net
         .fetch(method, &normal, headers, body, limits)

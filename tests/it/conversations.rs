@@ -15,6 +15,8 @@ struct FakeVoice {
     convs: Mutex<HashMap<String, Vec<ConversationDetail>>>,
     listed: Mutex<Vec<(String, Option<String>)>>,
     fetched: Mutex<Vec<String>>,
+    /// Listing with this cursor fails once (a provider hiccup mid-run).
+    fail_once_at: Mutex<Option<String>>,
 }
 
 impl FakeVoice {
@@ -42,6 +44,44 @@ impl FakeVoice {
         list.retain(|c| c.conversation_id != id);
         list.push(detail);
     }
+}
+
+/// Starts a background sync (202, with where to read its progress) and waits (up to 60 s)
+/// for the run to finish; returns the finished run.
+async fn sync_done(app: &TestApp, token: &str, data: Value) -> Value {
+    let r = app.call(token, "conversations", "sync", None, data).await;
+    let d = r.ok(202).clone();
+    assert_eq!(d["sync"]["status"], json!("queued"), "{d}");
+    assert_eq!(d["progress"]["action"], json!("sync-status"));
+    let id = d["progress"]["id"].clone();
+    assert_eq!(id, d["sync"]["id"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let r = app
+            .call(
+                token,
+                "conversations",
+                "sync-status",
+                Some(id.clone()),
+                json!({}),
+            )
+            .await;
+        let run = r.ok(200)["sync"].clone();
+        if run["status"] == json!("succeeded") || run["status"] == json!("failed") {
+            return run;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sync never finished: {run}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The counts of a finished run, as the synchronous sync used to answer them.
+fn counts(run: &Value) -> Value {
+    json!({"genies": run["genies"], "created": run["created"], "updated": run["updated"],
+           "unchanged": run["unchanged"], "errors": run["errors"]})
 }
 
 fn err<T>() -> ProviderResult<T> {
@@ -89,6 +129,20 @@ impl VoiceProvider for FakeVoice {
             .lock()
             .unwrap()
             .push((agent_id.into(), cursor.map(str::to_string)));
+        let hiccup = {
+            let mut f = self.fail_once_at.lock().unwrap();
+            let hit = f.is_some() && f.as_deref() == cursor;
+            if hit {
+                *f = None;
+            }
+            hit
+        };
+        if hiccup {
+            return Err(ProviderError {
+                message: "try again later".into(),
+                status: Some(429),
+            });
+        }
         if agent_id == "agent_broken" {
             return Err(ProviderError {
                 message: "agent unavailable".into(),
@@ -176,12 +230,11 @@ async fn sync_twice_creates_no_duplicates_and_picks_up_changes() {
     voice.put("agent_other", "conv_x", "done", 10, &[]);
     let mut events = app.state.bus.subscribe();
 
-    let r = app
-        .call(&u.token, "conversations", "sync", None, json!({}))
-        .await;
+    let run = sync_done(&app, &u.token, json!({})).await;
+    assert_eq!(run["status"], json!("succeeded"));
     assert_eq!(
-        r.ok(200),
-        &json!({"genies": 1, "created": 3, "updated": 0, "unchanged": 0, "errors": []})
+        counts(&run),
+        json!({"genies": 1, "created": 3, "updated": 0, "unchanged": 0, "errors": []})
     );
     assert_eq!(app.count("conversations").await, 3);
     // Paged with the cursor, only the user's provisioned genie.
@@ -202,12 +255,10 @@ async fn sync_twice_creates_no_duplicates_and_picks_up_changes() {
 
     // Second run: nothing new; the unfinished one is fetched again.
     voice.fetched.lock().unwrap().clear();
-    let r = app
-        .call(&u.token, "conversations", "sync", None, json!({}))
-        .await;
+    let run = sync_done(&app, &u.token, json!({})).await;
     assert_eq!(
-        r.ok(200),
-        &json!({"genies": 1, "created": 0, "updated": 1, "unchanged": 2, "errors": []})
+        counts(&run),
+        json!({"genies": 1, "created": 0, "updated": 1, "unchanged": 2, "errors": []})
     );
     assert_eq!(*voice.fetched.lock().unwrap(), vec!["conv_3".to_string()]);
     assert_eq!(app.count("conversations").await, 3);
@@ -221,18 +272,10 @@ async fn sync_twice_creates_no_duplicates_and_picks_up_changes() {
         &[("user", "Still talking"), ("agent", "Bye")],
     );
     voice.put("agent_a", "conv_4", "failed", 0, &[]);
-    let r = app
-        .call(
-            &u.token,
-            "conversations",
-            "sync",
-            None,
-            json!({"genieId": g}),
-        )
-        .await;
+    let run = sync_done(&app, &u.token, json!({"genieId": g})).await;
     assert_eq!(
-        r.ok(200),
-        &json!({"genies": 1, "created": 1, "updated": 1, "unchanged": 2, "errors": []})
+        counts(&run),
+        json!({"genies": 1, "created": 1, "updated": 1, "unchanged": 2, "errors": []})
     );
     assert_eq!(app.count("conversations").await, 4);
 
@@ -299,7 +342,7 @@ async fn sync_twice_creates_no_duplicates_and_picks_up_changes() {
 #[tokio::test]
 async fn sync_reports_provider_failures() {
     let voice = Arc::new(FakeVoice::default());
-    let app = TestApp::spawn_with_voice(voice.clone(), |_| {}).await;
+    let app = TestApp::spawn_with_voice(voice.clone(), |c| c.job_backoff_base_ms = 5).await;
     let u = app.standard().await;
     let g = insert_genie_with(
         &app,
@@ -308,9 +351,25 @@ async fn sync_reports_provider_failures() {
         json!({"external_agent_id": "agent_broken"}),
     )
     .await;
-    app.call(&u.token, "conversations", "sync", None, json!({}))
-        .await
-        .err(502, "UPSTREAM_ERROR");
+    // A provider that keeps failing: retried, then the run fails with its words.
+    let run = sync_done(&app, &u.token, json!({})).await;
+    assert_eq!(run["status"], json!("failed"), "{run}");
+    assert_eq!(run["errors"][0]["genie_id"], json!(g));
+    assert!(
+        run["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("agent unavailable"),
+        "{run}"
+    );
+    let tries = voice
+        .listed
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(a, _)| a == "agent_broken")
+        .count();
+    assert_eq!(tries, 3, "one list call per attempt");
     let plain = insert_genie(&app, &u, "Plain").await;
     app.call(
         &u.token,
@@ -333,18 +392,27 @@ async fn sync_reports_provider_failures() {
     // One good genie and one broken: partial success with the error listed.
     insert_genie_with(&app, &u, "Good", json!({"external_agent_id": "agent_good"})).await;
     voice.put("agent_good", "c1", "done", 3, &[]);
-    let r = app
-        .call(&u.token, "conversations", "sync", None, json!({}))
-        .await;
-    let d = r.ok(200);
+    let d = sync_done(&app, &u.token, json!({})).await;
+    assert_eq!(d["status"], json!("succeeded"));
     assert_eq!(d["created"], json!(1));
     assert_eq!(d["errors"][0]["genie_id"], json!(g));
     // With nothing to sync, sync succeeds with zero.
     let lone = app.standard().await;
-    let r = app
-        .call(&lone.token, "conversations", "sync", None, json!({}))
-        .await;
-    assert_eq!(r.ok(200)["genies"], json!(0));
+    let run = sync_done(&app, &lone.token, json!({})).await;
+    assert_eq!(
+        (run["genies"].clone(), run["status"].clone()),
+        (json!(0), json!("succeeded"))
+    );
+    // Another user's run reads as absent.
+    app.call(
+        &u.token,
+        "conversations",
+        "sync-status",
+        Some(run["id"].clone()),
+        json!({}),
+    )
+    .await
+    .err(404, "NOT_FOUND");
 }
 
 fn transcript() -> Value {
@@ -983,4 +1051,33 @@ async fn smtp_failure_is_logged_and_kept_as_a_notification() {
         "{logs:?}"
     );
     assert_eq!(app.count("notifications").await, 1);
+}
+
+#[tokio::test]
+async fn a_sync_interrupted_mid_way_resumes_from_its_saved_position() {
+    let voice = Arc::new(FakeVoice::default());
+    let app = TestApp::spawn_with_voice(voice.clone(), |c| c.job_backoff_base_ms = 5).await;
+    let u = app.standard().await;
+    insert_genie_with(&app, &u, "Phone", json!({"external_agent_id": "agent_r"})).await;
+    for i in 1..=5 {
+        voice.put("agent_r", &format!("r{i}"), "done", i, &[("user", "hi")]);
+    }
+    // The provider fails once on the second page: the job stops there and its retry goes on
+    // from the saved cursor, not from the first page.
+    *voice.fail_once_at.lock().unwrap() = Some("2".into());
+    let run = sync_done(&app, &u.token, json!({})).await;
+    assert_eq!(
+        counts(&run),
+        json!({"genies": 1, "created": 5, "updated": 0, "unchanged": 0, "errors": []})
+    );
+    assert_eq!(run["genies_done"], json!(1));
+    let s = |c: Option<&str>| ("agent_r".to_string(), c.map(str::to_string));
+    assert_eq!(
+        *voice.listed.lock().unwrap(),
+        vec![s(None), s(Some("2")), s(Some("2")), s(Some("4"))]
+    );
+    let mut fetched = voice.fetched.lock().unwrap().clone();
+    fetched.sort();
+    assert_eq!(fetched, ["r1", "r2", "r3", "r4", "r5"], "each fetched once");
+    assert_eq!(app.count("conversations").await, 5);
 }

@@ -193,6 +193,7 @@ const TABLE: &[Row] = &[
     r("conversations", "delete", Some("$conv"), "{}", NF),
     r("conversations", "sync", None, r#"{"genieId":"$genie"}"#, ANF),
     r("conversations", "analyze", Some("$conv"), "{}", NF),
+    r("conversations", "sync-status", Some("$syncrun"), "{}", NF),
     // worker-genies
     r("worker-genies", "all", None, "{}", Exp::Own(200)),
     r("worker-genies", "list", None, "{}", Exp::Own(200)),
@@ -357,6 +358,9 @@ async fn world(app: &TestApp) -> World {
     ids.insert("userA", a.id.clone());
     ids.insert("userB", b.id.clone());
     ids.insert("consumer", consumer.id.clone());
+    // First: starting a sync wakes the job worker, which must find nothing else due yet.
+    let d = ok(app, &a, "conversations", "sync", None, json!({})).await;
+    ids.insert("syncrun", s(&d["sync"]["id"]));
 
     let genie = s(&ok(
         app,

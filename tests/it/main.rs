@@ -26,6 +26,7 @@ mod hostile_input;
 mod isolation;
 mod lead_notes;
 mod leads;
+mod live;
 mod marketplace;
 mod notifications;
 mod openapi;

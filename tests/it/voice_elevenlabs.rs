@@ -27,6 +27,7 @@ fn spec() -> AgentSpec {
         silence_end_seconds: Some(20.0),
         turn_mode: Some("silence".into()),
         knowledge_base: vec![],
+        tools: vec![],
     }
 }
 
@@ -48,7 +49,7 @@ async fn agent_lifecycle_sends_the_documented_requests() {
     assert_eq!(cc["agent"]["language"], json!("de"));
     assert_eq!(
         cc["agent"]["prompt"],
-        json!({"prompt": "You help.", "llm": "gemini-3-flash-preview", "temperature": 0.4, "max_tokens": 300, "knowledge_base": []})
+        json!({"prompt": "You help.", "llm": "gemini-3-flash-preview", "temperature": 0.4, "max_tokens": 300, "knowledge_base": [], "tools": []})
     );
     assert_eq!(cc["tts"]["voice_id"], json!("21m00Tcm4TlvDq8ikWAM"));
     assert_eq!(cc["tts"]["stability"], json!(0.5));

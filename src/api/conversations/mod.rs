@@ -56,9 +56,8 @@ pub const RESOURCE: Resource = Resource {
             .data(schema::<edit::UpdateReq>)
             .conflict(),
         Action::write("delete", handler!(edit::delete)).id(),
-        Action::write("sync", handler!(sync::sync))
-            .data(schema::<sync::SyncReq>)
-            .upstream(),
+        Action::write("sync", handler!(sync::sync)).data(schema::<sync::SyncReq>),
+        Action::read("sync-status", handler!(sync::status)).id(),
         Action::write("analyze", handler!(analyze::analyze))
             .id()
             .data(schema::<analyze::AnalyzeReq>)

@@ -49,6 +49,11 @@ pub struct CreateGenie {
     pub page_slug: Option<String>,
     pub settings: Option<Value>,
     pub branding: Option<Value>,
+    /// Conversation tools: see `service::genie_tools`.
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    #[serde(default, alias = "allowed_origins")]
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 /// `update` data: partial. The spec's names (`name`, `description`, `settings`, `branding`,
@@ -172,6 +177,9 @@ pub struct UpdateGenie {
     pub page_slug: Option<String>,
     /// Stage the change as the genie's draft instead of making it live (`publish` does).
     pub draft: Option<bool>,
+    pub tools: Option<Vec<Value>>,
+    #[serde(alias = "allowed_origins")]
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Debug, schemars::JsonSchema)]
@@ -268,6 +276,8 @@ pub fn new_row(b: &CreateGenie, id: String, owner: String, now: String) -> ApiRe
         settings: json!({}),
         branding: json!({}),
         support_emails: json!([]),
+        tools: json!([]),
+        allowed_origins: json!([]),
         web_welcome_message: None,
         group_id: None,
         sort_order: 0,
@@ -314,6 +324,8 @@ pub fn new_row(b: &CreateGenie, id: String, owner: String, now: String) -> ApiRe
         max_calls: b.max_calls.map(Some),
         page_slug: b.page_slug.clone(),
         draft: None,
+        tools: b.tools.clone(),
+        allowed_origins: b.allowed_origins.clone(),
     };
     apply_fields(&mut g, &u, true)?;
     Ok(g)
@@ -433,7 +445,44 @@ pub fn apply_fields(g: &mut GenieRow, u: &UpdateGenie, create: bool) -> ApiResul
     if let Some(v) = &u.page_slug {
         g.page_slug = Some(check_slug("data.pageSlug", v)?);
     }
+    if let Some(v) = &u.tools {
+        g.tools = crate::service::genie_tools::validate("data.tools", &Value::Array(v.clone()))?;
+    }
+    if let Some(v) = &u.allowed_origins {
+        g.allowed_origins = origins(&f("allowedOrigins", "allowed_origins"), v)?;
+    }
     Ok(())
+}
+
+/// Web origins (`scheme://host[:port]`, nothing after) allowed to embed the chat widget.
+pub fn origins(field: &str, list: &[String]) -> ApiResult<Value> {
+    if list.len() > 50 {
+        return Err(ApiError::validation(format!(
+            "{field} may hold at most 50 origins"
+        )));
+    }
+    let mut out: Vec<Value> = Vec::new();
+    for (i, o) in list.iter().enumerate() {
+        let o = o.trim().trim_end_matches('/');
+        let parsed = url::Url::parse(o).ok().filter(|u| {
+            matches!(u.scheme(), "http" | "https")
+                && u.host_str().is_some()
+                && u.username().is_empty()
+                && u.path() == "/"
+                && u.query().is_none()
+                && u.fragment().is_none()
+        });
+        let Some(u) = parsed else {
+            return Err(ApiError::validation(format!(
+                "{field}[{i}] must be an origin such as https://www.example.com (scheme, host and port only)"
+            )));
+        };
+        let origin = u.origin().ascii_serialization();
+        if !out.iter().any(|v| v == &Value::from(origin.as_str())) {
+            out.push(Value::from(origin));
+        }
+    }
+    Ok(Value::Array(out))
 }
 
 /// Applies an update's `settings` and `branding` (both deep-merged), then its plain fields,

@@ -54,6 +54,8 @@ pub async fn create_genie_for(app: &AppState, owner_id: &str, input: Value) -> A
 
 async fn create_row(app: &AppState, owner: &str, body: &CreateGenie) -> ApiResult<GenieRow> {
     let mut row = input::new_row(body, db::new_id(), owner.to_string(), db::now())?;
+    crate::service::genie_tools::check_addresses(&app.net, "data.tools", &row.tools)?;
+    crate::service::genie_tools::check_credentials(app, owner, "data.tools", &row.tools).await?;
     if let Some(g) = &body.group_id {
         row.group_id = Some(check_group(app, owner, g, "data.groupId").await?);
     }

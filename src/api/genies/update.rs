@@ -13,6 +13,15 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let body: UpdateGenie = req.data()?;
     let old = load_manageable(ctx, &id).await?;
+    if body.tools.is_some() {
+        // Checked on the update as it would apply; the edit itself runs in the write.
+        let mut probe = old.clone();
+        input::apply_update(&mut probe, &body)?;
+        let tools = &probe.tools;
+        crate::service::genie_tools::check_addresses(&ctx.app.net, "data.tools", tools)?;
+        crate::service::genie_tools::check_credentials(&ctx.app, &old.user_id, "data.tools", tools)
+            .await?;
+    }
     // The group is checked before the genie's lock is taken (it reads another table).
     let group = match &body.group_id {
         None => None,

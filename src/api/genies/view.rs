@@ -103,6 +103,8 @@ pub fn full_genie(
         "settings": effective_settings(g),
         "branding": g.branding,
         "support_emails": g.support_emails,
+        "tools": g.tools,
+        "allowed_origins": g.allowed_origins,
         "phone": phone,
         "page": page,
         "group": group,

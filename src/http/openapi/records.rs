@@ -80,9 +80,22 @@ pub fn records() -> Map<String, Value> {
                 "turn_timeout_seconds": n("number"), "silence_end_seconds": n("number"),
                 "turn_mode": ns(), "max_calls": n("integer"), "settings": t("object"),
                 "branding": any(), "support_emails": any(),
+                "tools": arr(t("object")), "allowed_origins": arr(s()),
                 "phone": n("object"), "page": n("object"), "group": n("object"),
                 "documents": arr(t("object")), "owner": n("object"),
                 "sort_order": t("integer"), "created_at": time(), "updated_at": time(),
+            }),
+        ),
+    );
+    m.insert(
+        "SyncRun".into(),
+        object(
+            &["id", "status", "genies", "created", "updated", "unchanged", "errors"],
+            json!({
+                "id": s(), "genie_id": ns(), "status": {"enum": ["queued", "running", "succeeded", "failed"]},
+                "genies": t("integer"), "genies_done": t("integer"), "created": t("integer"),
+                "updated": t("integer"), "unchanged": t("integer"), "errors": arr(t("object")),
+                "started_at": ns(), "finished_at": ns(), "created_at": time(), "updated_at": time(),
             }),
         ),
     );
@@ -398,6 +411,11 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             json!({"activities": arr(r("LeadActivity"))}),
         ),
         ("conversations", "get" | "create" | "update") => one("conversation", "Conversation"),
+        ("conversations", "sync") => object(
+            &["sync", "progress"],
+            json!({"sync": r("SyncRun"), "progress": t("object")}),
+        ),
+        ("conversations", "sync-status") => one("sync", "SyncRun"),
         ("worker-genies", "all" | "list") => items("WorkerGenie"),
         ("worker-genies", "get" | "create" | "update") => one("worker_genie", "WorkerGenie"),
         ("worker-genies", "run") => one("run", "WorkerRun"),
@@ -428,7 +446,7 @@ fn counted(key: &str) -> Value {
 /// actions that make one), 202 for work queued to run later, else 200.
 pub fn success_status(resource: &str, action: &str) -> &'static str {
     match (resource, action) {
-        ("worker-genies", "run") | ("webhooks", "redeliver") => "202",
+        ("worker-genies", "run") | ("webhooks", "redeliver") | ("conversations", "sync") => "202",
         ("genie-tests", "run" | "run-all") => "202",
         ("genies", "clone")
         | ("marketplace", "publish" | "install")

@@ -187,11 +187,17 @@ impl TestApp {
     }
 
     /// Stops the server (graceful) and starts a new one on the same data directory.
-    pub async fn restart(mut self) -> TestApp {
+    pub async fn restart(self) -> TestApp {
+        self.restart_with(|_| {}).await
+    }
+
+    /// [`TestApp::restart`] with the configuration changed first.
+    pub async fn restart_with(mut self, tweak: impl FnOnce(&mut Config)) -> TestApp {
         self.shutdown().await;
         let config = {
             let mut c = self.state.config.clone();
             c.listen = "127.0.0.1:0".into();
+            tweak(&mut c);
             c
         };
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());

@@ -166,7 +166,101 @@ fn check_config(cfg: &Value) -> Option<Response> {
             ));
         }
     }
+    if let Some(tools) = cfg["agent"]["prompt"].get("tools") {
+        let loc = ["body", "conversation_config", "agent", "prompt", "tools"];
+        let Some(list) = tools.as_array() else {
+            return Some(unprocessable(&loc, "Input should be a valid list"));
+        };
+        for t in list {
+            if let Some(m) = check_tool(t) {
+                return Some(unprocessable(&loc, &m));
+            }
+        }
+    }
     None
+}
+
+/// The system tools the platform knows.
+const SYSTEM_TOOLS: [&str; 7] = [
+    "end_call",
+    "language_detection",
+    "transfer_to_agent",
+    "transfer_to_number",
+    "skip_turn",
+    "play_keypad_touch_tone",
+    "voicemail_detection",
+];
+
+/// What the real API refuses in a tool: server (`webhook`) tools need a name, a description
+/// and an `api_schema` with an http(s) `url`, a `method` and, for bodies, an object
+/// `request_body_schema` (`query_params_schema` with `properties` for GET/DELETE); system
+/// tools must be one the platform has.
+fn check_tool(t: &Value) -> Option<String> {
+    let name = t["name"].as_str().unwrap_or("");
+    if name.is_empty() {
+        return Some("tool: name required".into());
+    }
+    match t["type"].as_str() {
+        Some("webhook") => {
+            let api = &t["api_schema"];
+            let url = api["url"].as_str().unwrap_or("");
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Some(format!(
+                    "tool {name}: api_schema.url must be an http(s) URL"
+                ));
+            }
+            if t["description"].as_str().is_none_or(|d| d.is_empty()) {
+                return Some(format!("tool {name}: description required"));
+            }
+            let method = api["method"].as_str().unwrap_or("");
+            match method {
+                "GET" | "DELETE" => {
+                    if !api["query_params_schema"]["properties"].is_object()
+                        || api.get("request_body_schema").is_some()
+                    {
+                        return Some(format!(
+                            "tool {name}: {method} takes query_params_schema only"
+                        ));
+                    }
+                }
+                "POST" | "PUT" | "PATCH" => {
+                    if api["request_body_schema"]["type"] != "object" {
+                        return Some(format!(
+                            "tool {name}: request_body_schema must be an object schema"
+                        ));
+                    }
+                }
+                _ => return Some(format!("tool {name}: method {method:?}")),
+            }
+            if !t["response_timeout_secs"]
+                .as_u64()
+                .is_some_and(|s| (1..=120).contains(&s))
+            {
+                return Some(format!("tool {name}: response_timeout_secs"));
+            }
+            None
+        }
+        Some("system") if SYSTEM_TOOLS.contains(&name) => None,
+        Some("system") => Some(format!("unknown system tool {name}")),
+        other => Some(format!("tool {name}: unknown type {other:?}")),
+    }
+}
+
+/// `platform_settings.data_collection`: each item a typed, described value.
+fn check_platform(p: &Value) -> Option<Response> {
+    let dc = p.get("data_collection")?;
+    let ok = dc.as_object().is_some_and(|m| {
+        m.values().all(|v| {
+            ["string", "boolean", "integer", "number"].contains(&v["type"].as_str().unwrap_or(""))
+                && v["description"].as_str().is_some_and(|d| !d.is_empty())
+        })
+    });
+    (!ok).then(|| {
+        unprocessable(
+            &["body", "platform_settings", "data_collection"],
+            "Invalid data collection item",
+        )
+    })
 }
 
 fn merge(target: &mut Value, patch: &Value) {
@@ -206,8 +300,15 @@ async fn create_agent(State(s): S, headers: HeaderMap, body: Bytes) -> Response 
     if let Some(r) = check_config(&b["conversation_config"]) {
         return r;
     }
+    if let Some(r) = b.get("platform_settings").and_then(check_platform) {
+        return r;
+    }
     let id = new_id(&mut st, "agent_", 32);
-    let agent = json!({"agent_id": id, "name": b["name"], "conversation_config": b["conversation_config"], "platform_settings": {}, "phone_numbers": [], "tags": b["tags"]});
+    let platform = b
+        .get("platform_settings")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let agent = json!({"agent_id": id, "name": b["name"], "conversation_config": b["conversation_config"], "platform_settings": platform, "phone_numbers": [], "tags": b["tags"]});
     st.agents.insert(id.clone(), agent);
     axum::Json(json!({"agent_id": id})).into_response()
 }
@@ -244,8 +345,15 @@ async fn agent(
             {
                 return r;
             }
+            if let Some(r) = b.get("platform_settings").and_then(check_platform) {
+                return r;
+            }
             let a = st.agents.get_mut(&id).unwrap();
             merge(a, &b);
+            // Lists are replaced, not merged.
+            if let Some(t) = b.pointer("/conversation_config/agent/prompt/tools") {
+                a["conversation_config"]["agent"]["prompt"]["tools"] = t.clone();
+            }
             // The provider replaces the knowledge-base list wholesale.
             if let Some(kb) = b.pointer("/conversation_config/agent/prompt/knowledge_base") {
                 a["conversation_config"]["agent"]["prompt"]["knowledge_base"] = kb.clone();

@@ -1,6 +1,7 @@
 //! A fake third-party HTTP API for credential injection: each route expects one header with
 //! one value and answers 401 otherwise. It records every request (method, path, headers,
-//! body) and echoes the headers it got, so tests can check redaction too.
+//! body) and echoes the headers it got, so tests can check redaction too. Paths under
+//! `/slow` answer after 20 s (tool timeouts).
 
 use std::sync::{Arc, Mutex};
 
@@ -82,6 +83,12 @@ async fn handle(
             .collect(),
         body: String::from_utf8_lossy(&body).into_owned(),
     };
+    // A slow endpoint, for timeouts: answers after 20 s.
+    if seen.path.starts_with("/slow") {
+        st.lock().unwrap().seen.push(seen.clone());
+        tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+        return (StatusCode::OK, axum::Json(json!({"late": true})));
+    }
     let mut s = st.lock().unwrap();
     s.seen.push(seen.clone());
     let echo: Value = seen

@@ -18,6 +18,12 @@
 //!   request is checked against the expectation whose `select` text its system message
 //!   contains (the genie's prompt, the judge's, the simulated user's); a request matching
 //!   none is a problem.
+//! - page chat turns with tools, once [`FakeOpenAi::expect_page_tools`] was called: exactly
+//!   those tool names, each a function with an object schema, and every assistant tool call
+//!   answered by a tool message with its id.
+//! - streamed requests (`stream: true`) must ask for the usage (`stream_options.include_usage`);
+//!   they are answered as Server-Sent Events in the OpenAI chunk format, the text in several
+//!   pieces and tool calls split across chunks, as the real endpoint sends them.
 //!
 //! A request that fails a check is answered 400 and its problems are recorded.
 
@@ -55,6 +61,8 @@ pub enum Turn {
     Slow(Duration, Box<Turn>),
     /// Answer with this status and body as they are, e.g. an error.
     Raw(u16, Value),
+    /// Streamed only: send these pieces of text, waiting this long before each.
+    Paced(Duration, Vec<&'static str>),
 }
 
 /// One request as received.
@@ -142,6 +150,12 @@ impl FakeOpenAi {
         self.st.lock().unwrap().agent_tools = Some(names.iter().map(|n| n.to_string()).collect());
     }
 
+    /// From now on, requests with `tools` are page chat turns offering exactly these tools
+    /// (checked as genie turns, like test conversations).
+    pub fn expect_page_tools(&self, names: &[&str]) {
+        self.expect_agent_tools(names);
+    }
+
     pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
         self.st.lock().unwrap().script.extend(turns);
     }
@@ -198,6 +212,14 @@ fn check(
     if msgs.is_empty() || msgs.iter().any(|m| m["role"].as_str().is_none()) {
         p.push("body.messages missing, empty or a message without role".into());
     }
+    if body.get("stream").is_some() {
+        if body["stream"] != json!(true) {
+            p.push(format!("stream {}", body["stream"]));
+        }
+        if body["stream_options"]["include_usage"] != json!(true) {
+            p.push("a streamed request must ask for stream_options.include_usage".into());
+        }
+    }
     if expect == Expect::Worker || (body.get("tools").is_some() && !agent_tools) {
         check_worker_turn(body, &msgs, &mut p);
     }
@@ -224,6 +246,9 @@ fn check_agent_turn(names: &[String], body: &Value, p: &mut Vec<String>) {
         }
     }
     let msgs = body["messages"].as_array().cloned().unwrap_or_default();
+    if msgs.first().is_none_or(|m| m["role"] != "system") {
+        p.push("genie turns must start with system".into());
+    }
     for (i, m) in msgs.iter().enumerate() {
         let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
         for (k, c) in calls.iter().enumerate() {
@@ -357,6 +382,7 @@ fn answer(turn: &Turn, n: usize, model: &Value) -> (StatusCode, Value) {
         }),
         Turn::Slow(_, inner) => return answer(inner, n, model),
         Turn::Raw(status, body) => return (StatusCode::from_u16(*status).unwrap(), body.clone()),
+        Turn::Paced(_, pieces) => json!({"role": "assistant", "content": pieces.concat()}),
     };
     let finish = if matches!(turn, Turn::Tools(_)) {
         "tool_calls"
@@ -389,6 +415,7 @@ async fn chat(
         &json,
     );
     let model = json["model"].clone();
+    let streamed = json["stream"] == json!(true);
     let (turn, n) = {
         let mut s = fake.st.lock().unwrap();
         let tools = json.get("tools").is_some();
@@ -432,6 +459,95 @@ async fn chat(
     if let Turn::Slow(d, _) = &turn {
         tokio::time::sleep(*d).await;
     }
+    if streamed && !matches!(turn, Turn::Raw(..)) {
+        return stream(turn, n, model);
+    }
     let (status, body) = answer(&turn, n, &model);
     (status, Json(body)).into_response()
+}
+
+/// The turn as an OpenAI stream: content in pieces (words, or the paced pieces), tool calls
+/// split across chunks (name and id first, the arguments in two halves), the finish reason,
+/// a usage chunk, then `[DONE]`.
+fn stream(turn: Turn, n: usize, model: Value) -> Response {
+    let chunk = |choices: Value, usage: Option<Value>| {
+        let mut c = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion.chunk", "model": model, "choices": choices});
+        if let Some(u) = usage {
+            c["usage"] = u;
+        }
+        format!("data: {c}\n\n")
+    };
+    let turn = match turn {
+        Turn::Slow(_, inner) => *inner,
+        t => t,
+    };
+    let mut events: Vec<(Duration, String)> = Vec::new();
+    let delta = |d: Value| json!([{"index": 0, "delta": d, "finish_reason": null}]);
+    let finish = match &turn {
+        Turn::Answer(text) => {
+            events.push((
+                Duration::ZERO,
+                chunk(delta(json!({"role": "assistant", "content": ""})), None),
+            ));
+            for w in text.split_inclusive(' ') {
+                events.push((Duration::ZERO, chunk(delta(json!({"content": w})), None)));
+            }
+            "stop"
+        }
+        Turn::Paced(wait, pieces) => {
+            for p in pieces {
+                events.push((*wait, chunk(delta(json!({"content": p})), None)));
+            }
+            "stop"
+        }
+        Turn::Tools(calls) => {
+            for (k, (name, args)) in calls.iter().enumerate() {
+                let a = args.to_string();
+                let (x, y) = a.split_at(a.len() / 2);
+                events.push((Duration::ZERO, chunk(delta(json!({"tool_calls": [{"index": k, "id": format!("call_{n}_{k}"), "type": "function", "function": {"name": name, "arguments": ""}}]})), None)));
+                events.push((
+                    Duration::ZERO,
+                    chunk(
+                        delta(json!({"tool_calls": [{"index": k, "function": {"arguments": x}}]})),
+                        None,
+                    ),
+                ));
+                events.push((
+                    Duration::ZERO,
+                    chunk(
+                        delta(json!({"tool_calls": [{"index": k, "function": {"arguments": y}}]})),
+                        None,
+                    ),
+                ));
+            }
+            "tool_calls"
+        }
+        Turn::Slow(..) | Turn::Raw(..) => unreachable!(),
+    };
+    events.push((
+        Duration::ZERO,
+        chunk(
+            json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
+            None,
+        ),
+    ));
+    events.push((
+        Duration::ZERO,
+        chunk(
+            json!([]),
+            Some(json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})),
+        ),
+    ));
+    events.push((Duration::ZERO, "data: [DONE]\n\n".to_string()));
+    let body = futures::stream::unfold(events.into_iter(), |mut it| async move {
+        let (wait, text) = it.next()?;
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        Some((Ok::<_, std::convert::Infallible>(text), it))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(axum::body::Body::from_stream(body))
+        .unwrap()
 }
