@@ -243,6 +243,8 @@ pub struct Changes {
     pub note: Option<String>,
     /// Record a version even when the configuration did not change (a rollback to live).
     pub always_record: bool,
+    /// Drop the genie's draft in the same transaction (publish).
+    pub clear_draft: bool,
 }
 
 impl Changes {
@@ -252,6 +254,7 @@ impl Changes {
             documents: None,
             note: None,
             always_record: false,
+            clear_draft: false,
         }
     }
     /// Makes a version's configuration (documents included) the genie's.
@@ -265,6 +268,7 @@ impl Changes {
             documents: Some(docs),
             note: Some(note),
             always_record: true,
+            clear_draft: false,
         }
     }
 }
@@ -313,7 +317,7 @@ pub async fn apply(
     let before = genie_versions::config_of(&old, &docs);
     let after = genie_versions::config_of(&row, &new_docs);
     let (r, by) = (row.clone(), by.to_string());
-    let relink = changes.documents.is_some();
+    let (relink, clear_draft) = (changes.documents.is_some(), changes.clear_draft);
     let version = app
         .db
         .write(move |c| {
@@ -330,6 +334,9 @@ pub async fn apply(
             if relink {
                 let ids: Vec<String> = new_docs.iter().map(|d| d.id.clone()).collect();
                 db::genie_versions::set_documents(c, &r.id, &ids, &r.updated_at)?;
+            }
+            if clear_draft {
+                db::genie_versions::delete_draft(c, &r.id)?;
             }
             genie_versions::record(
                 c,

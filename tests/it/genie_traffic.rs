@@ -159,14 +159,18 @@ async fn a_70_30_split_over_1000_new_conversations_is_within_the_binomial_bound(
     app.state
         .db
         .write(move |c| {
-            c.execute(
-                "UPDATE conversations SET analysis = CASE WHEN rowid % 2 = 0
-                     THEN '{\"sentiment\":\"negative\",\"intent\":\"other\"}'
-                     ELSE '{\"sentiment\":\"positive\",\"intent\":\"purchase\"}' END,
-                     duration_seconds = 10
-                 WHERE id IN (SELECT id FROM conversations WHERE genie_id = ?1 AND version = 1 ORDER BY rowid LIMIT 10)",
-                [&gid],
-            )?;
+            // Ten conversations of version 1 analysed: five positive purchases, five negative.
+            for (n, analysis) in [
+                (10, r#"{"sentiment":"positive","intent":"purchase"}"#),
+                (5, r#"{"sentiment":"negative","intent":"other"}"#),
+            ] {
+                c.execute(
+                    "UPDATE conversations SET analysis = ?2, duration_seconds = 10
+                     WHERE id IN (SELECT id FROM conversations WHERE genie_id = ?1 AND version = 1
+                                  ORDER BY rowid LIMIT ?3)",
+                    rusqlite::params![gid, analysis, n],
+                )?;
+            }
             Ok(())
         })
         .await

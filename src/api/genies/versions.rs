@@ -193,8 +193,8 @@ pub(super) async fn publish(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> 
     let mut changes = genies::Changes::config(draft, note);
     changes.documents = None;
     changes.always_record = false;
+    changes.clear_draft = true;
     let applied = genies::apply(&ctx.app, ctx.user_id(), &id, changes).await?;
-    versions::discard(&ctx.app, &id).await.ok();
     let genie = reload(&ctx.app, &id, false).await?;
     ctx.app.bus.emit(Event::new(
         "genie.version_published",
