@@ -337,6 +337,7 @@ async fn the_page_chat_calls_webhook_and_built_in_tools_and_records_each_call() 
         max_tokens: None,
         system_contains: vec![],
         nowhere: vec![SECRET.into()],
+        select: None,
     });
     llm.push([
         Turn::Tools(vec![
