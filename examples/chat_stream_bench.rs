@@ -73,6 +73,11 @@ async fn main() -> anyhow::Result<()> {
     let fake = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let fake_addr = fake.local_addr()?;
     let fake_app = Router::new().route("/v1/chat/completions", post(move || completions(tokens)));
+    // Small writes a millisecond apart: without TCP_NODELAY, Nagle's algorithm would hold
+    // them back on the fake's side and the figures would measure that, not genied.
+    let fake = axum::serve::ListenerExt::tap_io(fake, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(fake, fake_app).await });
 
     let dir = tempfile::tempdir()?;

@@ -347,9 +347,10 @@ async fn embed_js(
     let body = EMBED
         .replace("__BASE__", &json!(own).to_string())
         .replace("__SLUG__", &json!(g.slug).to_string())
-        .replace("__NAME__", &json!(g.name).to_string())
         .replace("__ALLOWED__", &json!(origins).to_string())
-        .replace("__REFUSED__", if refused { "true" } else { "false" });
+        .replace("__REFUSED__", if refused { "true" } else { "false" })
+        // Last, so that text in the name is never taken for a placeholder.
+        .replace("__NAME__", &json!(g.name).to_string());
     js(
         if refused {
             StatusCode::FORBIDDEN
