@@ -3,7 +3,10 @@
 //! Handlers only ever see `dyn VoiceProvider` through `AppState::voice`.
 
 pub mod elevenlabs;
+pub mod http;
 pub mod local;
+pub mod retell;
+pub mod vapi;
 
 use std::sync::Arc;
 
@@ -130,7 +133,7 @@ pub type ProviderResult<T> = Result<T, ProviderError>;
 
 #[async_trait]
 pub trait VoiceProvider: Send + Sync {
-    /// `local` or `elevenlabs`.
+    /// `local`, `elevenlabs`, `vapi` or `retell`.
     fn name(&self) -> &'static str;
     /// Creates the agent; returns its external id.
     async fn create_agent(&self, spec: &AgentSpec) -> ProviderResult<String>;
@@ -191,6 +194,59 @@ pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow
                 key,
             )?))
         }
-        other => anyhow::bail!("unknown voice provider '{other}' (use local or elevenlabs)"),
+        "vapi" => {
+            let key = config
+                .vapi_api_key
+                .clone()
+                .filter(|k| !k.0.trim().is_empty())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--voice-provider vapi needs --vapi-api-key (or GENIED_VAPI_API_KEY)"
+                    )
+                })?;
+            let server = config
+                .vapi_webhook_secret
+                .clone()
+                .filter(|s| !s.0.is_empty())
+                .map(|secret| vapi::ServerUrl {
+                    url: format!("{}/v1/hooks/vapi", config.public_base()),
+                    secret,
+                });
+            Ok(Arc::new(vapi::Vapi::new(
+                &config.vapi_base_url,
+                key,
+                server,
+                retry_base(config),
+            )?))
+        }
+        "retell" => {
+            let key = config
+                .retell_api_key
+                .clone()
+                .filter(|k| !k.0.trim().is_empty())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--voice-provider retell needs --retell-api-key (or GENIED_RETELL_API_KEY)"
+                    )
+                })?;
+            let hook = config
+                .retell_webhook_secret
+                .as_ref()
+                .filter(|s| !s.0.is_empty())
+                .map(|_| format!("{}/v1/hooks/retell", config.public_base()));
+            Ok(Arc::new(retell::Retell::new(
+                &config.retell_base_url,
+                key,
+                hook,
+                retry_base(config),
+            )?))
+        }
+        other => anyhow::bail!(
+            "unknown voice provider '{other}' (use local, elevenlabs, vapi or retell)"
+        ),
     }
+}
+
+fn retry_base(config: &crate::config::Config) -> std::time::Duration {
+    std::time::Duration::from_millis(config.provider_retry_base_ms.max(1))
 }
