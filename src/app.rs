@@ -69,10 +69,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             "removed document files no record names (left by a crash)"
         );
     }
-    let voice = match voice {
-        Some(v) => v,
-        None => crate::voice::from_config(&config, &db)?,
-    };
+    let voice = crate::voice::Voices::from_config(&config, &db, voice)?;
     let state = Arc::new(AppInner {
         limits: RateLimits::new(&config),
         voice,

@@ -189,7 +189,7 @@ pub fn render_page(g: &PageGenie, provider: &str) -> String {
 async fn page(State(app): State<AppState>, Path(slug): Path<String>) -> Response {
     let found = page_chat::find_active(&app, &slug).await;
     match found {
-        Ok(Some(g)) => html(StatusCode::OK, render_page(&g, app.voice.name())),
+        Ok(Some(g)) => html(StatusCode::OK, render_page(&g, app.voice.default().name())),
         Ok(None) => html(StatusCode::NOT_FOUND, NOT_FOUND.to_string()),
         Err(e) => e.into_response(),
     }

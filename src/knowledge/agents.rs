@@ -65,6 +65,7 @@ pub async fn sync_agent_documents(app: &AppState, genie_id: &str) -> ApiResult<(
         .await?;
     if let Some(agent) = &row.external_agent_id {
         app.voice
+            .default()
             .set_agent_documents(agent, &kb_refs(&docs))
             .await?;
     }

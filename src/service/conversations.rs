@@ -543,6 +543,7 @@ async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut Synced) -> ApiRe
     for _ in 0..1000 {
         let page = app
             .voice
+            .default()
             .list_conversations(&agent, cursor.as_deref())
             .await?;
         for s in &page.conversations {
@@ -564,7 +565,11 @@ async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut Synced) -> ApiRe
                     continue;
                 }
             }
-            let d = app.voice.get_conversation(&s.conversation_id).await?;
+            let d = app
+                .voice
+                .default()
+                .get_conversation(&s.conversation_id)
+                .await?;
             let stored = store_provider_conversation(app, g, d).await?;
             if stored.created {
                 n.created += 1;

@@ -27,10 +27,10 @@ pub async fn run_cleanup(app: &AppState, payload: &Value) -> ApiResult<()> {
         .flatten()
         .filter_map(Value::as_str)
     {
-        app.voice.release_number(n).await?;
+        app.voice.default().release_number(n).await?;
     }
     if let Some(a) = payload["agent_id"].as_str() {
-        app.voice.delete_agent(a).await?;
+        app.voice.default().delete_agent(a).await?;
     }
     Ok(())
 }
@@ -45,14 +45,19 @@ pub async fn provision(
     spec: &AgentSpec,
     want_phone: bool,
 ) -> ApiResult<GenieRow> {
-    if want_phone && !app.voice.supports_phone_provisioning() {
+    if want_phone && !app.voice.default().supports_phone_provisioning() {
         return Err(phone_unsupported(app));
     }
-    let agent_id = app.voice.create_agent(spec).await?;
+    let agent_id = app.voice.default().create_agent(spec).await?;
     row.external_agent_id = Some(agent_id.clone());
     let mut phone = None;
     if want_phone {
-        match app.voice.provision_number(&agent_id, &row.name).await {
+        match app
+            .voice
+            .default()
+            .provision_number(&agent_id, &row.name)
+            .await
+        {
             Ok(p) => phone = Some(p),
             Err(e) => {
                 cleanup_or_queue(app, Some(agent_id), vec![]).await;
@@ -113,7 +118,7 @@ pub async fn provision_clone(
     mut row: GenieRow,
     spec: &AgentSpec,
 ) -> ApiResult<GenieRow> {
-    let agent_id = app.voice.create_agent(spec).await?;
+    let agent_id = app.voice.default().create_agent(spec).await?;
     row.external_agent_id = Some(agent_id.clone());
     let (r, src_id) = (row, src_id.to_string());
     let stored = app
@@ -180,7 +185,7 @@ pub fn phone_unsupported(app: &AppState) -> ApiError {
     ApiError::validation(format!(
         "data.attachPhoneNumber: the '{}' voice provider cannot provision phone numbers; numbers are imported into the \
          provider with your own telephony (Twilio or SIP trunk) credentials",
-        app.voice.name()
+        app.voice.default().name()
     ))
 }
 

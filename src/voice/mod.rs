@@ -178,9 +178,13 @@ pub fn catalog() -> Vec<Voice> {
         .expect("assets/voices.json is valid")
 }
 
-/// Builds the provider `--voice-provider` names.
-pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow::Result<DynVoice> {
-    match config.voice_provider.as_str() {
+/// Builds the provider called `name`.
+pub fn build(
+    name: &str,
+    config: &crate::config::Config,
+    db: &crate::db::Db,
+) -> anyhow::Result<DynVoice> {
+    match name {
         "local" => Ok(Arc::new(local::LocalProvider::new(
             db.clone(),
             &config.phone_pool,
@@ -244,6 +248,86 @@ pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow
         other => anyhow::bail!(
             "unknown voice provider '{other}' (use local, elevenlabs, vapi or retell)"
         ),
+    }
+}
+
+/// Builds the provider `--voice-provider` names.
+pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow::Result<DynVoice> {
+    build(&config.voice_provider, config, db)
+}
+
+/// Every provider this service can provision genies in: the default (`--voice-provider`),
+/// `local` (always), and each platform whose API key is configured. A genie names its
+/// provider; one without a name lives in the default.
+#[derive(Clone)]
+pub struct Voices {
+    default: DynVoice,
+    all: std::collections::BTreeMap<&'static str, DynVoice>,
+}
+
+impl Voices {
+    /// The default from `--voice-provider` (or `default`, a test's fake), and the others
+    /// from their keys.
+    pub fn from_config(
+        config: &crate::config::Config,
+        db: &crate::db::Db,
+        default: Option<DynVoice>,
+    ) -> anyhow::Result<Voices> {
+        let default = match default {
+            Some(v) => v,
+            None => from_config(config, db)?,
+        };
+        let mut all = std::collections::BTreeMap::new();
+        all.insert(default.name(), default.clone());
+        let keyed =
+            |k: &Option<crate::config::Secret>| k.as_ref().is_some_and(|k| !k.0.trim().is_empty());
+        for (name, configured) in [
+            ("local", true),
+            ("elevenlabs", keyed(&config.elevenlabs_api_key)),
+            ("vapi", keyed(&config.vapi_api_key)),
+            ("retell", keyed(&config.retell_api_key)),
+        ] {
+            if configured && !all.contains_key(name) {
+                let v = build(name, config, db)?;
+                all.insert(v.name(), v);
+            }
+        }
+        Ok(Voices { default, all })
+    }
+
+    /// Only this provider (tests, tools).
+    pub fn single(v: DynVoice) -> Voices {
+        let mut all = std::collections::BTreeMap::new();
+        all.insert(v.name(), v.clone());
+        Voices { default: v, all }
+    }
+
+    /// The provider of genies that name none.
+    pub fn default(&self) -> &DynVoice {
+        &self.default
+    }
+
+    pub fn get(&self, name: &str) -> Option<&DynVoice> {
+        self.all.get(name)
+    }
+
+    /// The provider a genie lives in: its own, else the default. A genie naming a provider
+    /// that is no longer configured gets an error saying so rather than another platform.
+    pub fn named(&self, provider: Option<&str>) -> ProviderResult<&DynVoice> {
+        match provider {
+            None => Ok(&self.default),
+            Some(p) => self.get(p).ok_or_else(|| {
+                ProviderError::new(format!(
+                    "voice provider '{p}' is not configured on this service (configured: {})",
+                    self.names().join(", ")
+                ))
+            }),
+        }
+    }
+
+    /// Configured provider names, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.all.keys().copied().collect()
     }
 }
 

@@ -14,7 +14,7 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
     let id = req.uuid()?;
     let _guard = lock_genie(&id).await;
     let row = load_manageable(ctx, &id).await?;
-    if !ctx.app.voice.supports_phone_provisioning() {
+    if !ctx.app.voice.default().supports_phone_provisioning() {
         return Err(phone_unsupported(&ctx.app));
     }
     let existing = phones_of(ctx, &id).await?;
@@ -27,7 +27,12 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
         .external_agent_id
         .clone()
         .ok_or_else(|| ApiError::upstream("the genie has no agent at the voice provider"))?;
-    let p = ctx.app.voice.provision_number(&agent, &row.name).await?;
+    let p = ctx
+        .app
+        .voice
+        .default()
+        .provision_number(&agent, &row.name)
+        .await?;
     let (gid, pnum) = (id.clone(), p.clone());
     let stored = ctx
         .db()
@@ -78,7 +83,7 @@ pub(super) async fn release_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<R
     }
     for p in &phones {
         if let Some(ext) = &p.external_id {
-            ctx.app.voice.release_number(ext).await?;
+            ctx.app.voice.default().release_number(ext).await?;
         }
     }
     let ids: Vec<String> = phones.iter().map(|p| p.id.clone()).collect();

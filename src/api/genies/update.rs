@@ -33,7 +33,11 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let changed = serde_json::to_value(&new_spec)?
         != serde_json::to_value(settings::agent_spec(&old, kb_refs(&docs)))?;
     if changed && let Some(agent) = &row.external_agent_id {
-        ctx.app.voice.update_agent(agent, &new_spec).await?;
+        ctx.app
+            .voice
+            .default()
+            .update_agent(agent, &new_spec)
+            .await?;
     }
     let r = row.clone();
     ctx.db()

@@ -21,7 +21,7 @@ impl PageChat {
     pub fn of(app: &crate::state::AppState) -> PageChat {
         PageChat {
             llm: app.llm.is_some(),
-            widget_provider: app.voice.name() == "elevenlabs",
+            widget_provider: app.voice.default().name() == "elevenlabs",
         }
     }
 
