@@ -70,6 +70,15 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         );
     }
     let voice = crate::voice::Voices::from_config(&config, &db, voice)?;
+    let default_provider = voice.default().name();
+    db.write_blocking(move |c| {
+        Ok(crate::db::genie_providers::adopt_unassigned(
+            c,
+            default_provider,
+            &crate::db::now(),
+        )?)
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let state = Arc::new(AppInner {
         limits: RateLimits::new(&config),
         voice,

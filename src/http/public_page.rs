@@ -189,7 +189,14 @@ pub fn render_page(g: &PageGenie, provider: &str) -> String {
 async fn page(State(app): State<AppState>, Path(slug): Path<String>) -> Response {
     let found = page_chat::find_active(&app, &slug).await;
     match found {
-        Ok(Some(g)) => html(StatusCode::OK, render_page(&g, app.voice.default().name())),
+        Ok(Some(g)) => {
+            // The widget belongs to the platform that runs this genie.
+            let provider = crate::knowledge::agents::voice_for(&app, &g.id)
+                .await
+                .map(|v| v.name())
+                .unwrap_or("local");
+            html(StatusCode::OK, render_page(&g, provider))
+        }
         Ok(None) => html(StatusCode::NOT_FOUND, NOT_FOUND.to_string()),
         Err(e) => e.into_response(),
     }

@@ -540,12 +540,9 @@ pub async fn sync(app: &AppState, user_id: &str, genie_id: Option<String>) -> Ap
 async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut Synced) -> ApiResult<()> {
     let agent = g.external_agent_id.clone().unwrap_or_default();
     let mut cursor: Option<String> = None;
+    let voice = crate::knowledge::agents::voice_for(app, &g.id).await?;
     for _ in 0..1000 {
-        let page = app
-            .voice
-            .default()
-            .list_conversations(&agent, cursor.as_deref())
-            .await?;
+        let page = voice.list_conversations(&agent, cursor.as_deref()).await?;
         for s in &page.conversations {
             let ext = s.conversation_id.clone();
             let known = app
@@ -565,11 +562,7 @@ async fn sync_genie(app: &AppState, g: &repo::GenieRef, n: &mut Synced) -> ApiRe
                     continue;
                 }
             }
-            let d = app
-                .voice
-                .default()
-                .get_conversation(&s.conversation_id)
-                .await?;
+            let d = voice.get_conversation(&s.conversation_id).await?;
             let stored = store_provider_conversation(app, g, d).await?;
             if stored.created {
                 n.created += 1;

@@ -180,3 +180,99 @@ async fn a_platform_without_its_key_refuses_to_start() {
         assert!(e.to_string().contains(&format!("--{p}-api-key")), "{e}");
     }
 }
+
+#[tokio::test]
+async fn genies_choose_their_provider_among_the_configured_ones() {
+    let fake = FakeVapi::start().await;
+    let base = fake.base.clone();
+    // Default local, Vapi configured beside it.
+    let app = TestApp::spawn_with(move |c| {
+        c.vapi_base_url = base;
+        c.vapi_api_key = Some(genied::config::Secret(vapi::KEY.into()));
+        c.provider_retry_base_ms = 5;
+    })
+    .await;
+    let u = app.standard().await;
+
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "create",
+            None,
+            json!({"genieName": "Nope", "provider": "retell"}),
+        )
+        .await;
+    r.err(400, "VALIDATION_ERROR");
+    let msg = r.body["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("data.provider") && msg.contains("local, vapi"),
+        "{msg}"
+    );
+    assert_eq!(app.count("genies").await, 0);
+
+    let local = create(&app, &u.token, json!({"genieName": "Here"})).await;
+    let remote = create(
+        &app,
+        &u.token,
+        json!({"genieName": "There", "provider": "vapi", "systemPrompt": "p"}),
+    )
+    .await;
+    assert_eq!(
+        fake.assistant_count(),
+        1,
+        "only the vapi genie went to Vapi"
+    );
+    let g = app
+        .call(&u.token, "genies", "get", Some(json!(local)), json!({}))
+        .await;
+    let g = g.ok(200)["genie"].clone();
+    assert_eq!(
+        (g["provider"].clone(), g["provider_state"].clone()),
+        (json!("local"), json!("in_sync"))
+    );
+    let g = app
+        .call(&u.token, "genies", "get", Some(json!(remote)), json!({}))
+        .await;
+    let g = g.ok(200)["genie"].clone();
+    assert_eq!(g["provider"], json!("vapi"));
+    assert_eq!(g["provider_error"], json!(null));
+
+    // Updates and deletes go to the genie's own platform.
+    let agent = external_id(&app, &remote).await;
+    app.call(
+        &u.token,
+        "genies",
+        "update",
+        Some(json!(remote)),
+        json!({"systemPrompt": "q"}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(
+        fake.assistant(&agent).unwrap()["model"]["messages"][0]["content"],
+        json!("q")
+    );
+    // A clone lives where its original does.
+    let c = app
+        .call(&u.token, "genies", "clone", Some(json!(remote)), json!({}))
+        .await;
+    let clone_id = c.ok(201)["genie"]["id"].as_str().unwrap().to_string();
+    assert_eq!(fake.assistant_count(), 2);
+    app.call(&u.token, "genies", "delete", Some(json!(remote)), json!({}))
+        .await
+        .ok(200);
+    app.call(
+        &u.token,
+        "genies",
+        "delete",
+        Some(json!(clone_id)),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(fake.assistant_count(), 0);
+    app.call(&u.token, "genies", "delete", Some(json!(local)), json!({}))
+        .await
+        .ok(200);
+}

@@ -9,7 +9,7 @@ use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies as repo;
 use crate::error::{ApiError, ApiResult};
-use crate::knowledge::agents::{kb_refs, lock_genie};
+use crate::knowledge::agents::{kb_refs, lock_genie, voice_for};
 
 pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
@@ -25,19 +25,18 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         };
     }
     row.updated_at = db::now();
-    let docs = {
+    let voice = voice_for(&ctx.app, &id).await?;
+    let docs = if crate::knowledge::agents::holds_documents(&ctx.app, &voice) {
         let id = id.clone();
         ctx.db().read(move |c| Ok(repo::documents(c, &id)?)).await?
+    } else {
+        Vec::new()
     };
     let new_spec = settings::agent_spec(&row, kb_refs(&docs));
     let changed = serde_json::to_value(&new_spec)?
         != serde_json::to_value(settings::agent_spec(&old, kb_refs(&docs)))?;
     if changed && let Some(agent) = &row.external_agent_id {
-        ctx.app
-            .voice
-            .default()
-            .update_agent(agent, &new_spec)
-            .await?;
+        voice.update_agent(agent, &new_spec).await?;
     }
     let r = row.clone();
     ctx.db()

@@ -83,6 +83,8 @@ pub fn records() -> Map<String, Value> {
                 "phone": n("object"), "page": n("object"), "group": n("object"),
                 "documents": arr(t("object")), "owner": n("object"),
                 "sort_order": t("integer"), "created_at": time(), "updated_at": time(),
+                "provider": ns(), "provider_state": {"enum": ["in_sync", "pending", "failed"]},
+                "provider_error": ns(),
             }),
         ),
     );
