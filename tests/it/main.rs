@@ -29,6 +29,7 @@ mod openapi;
 mod perf;
 mod profiles;
 mod provider_hooks;
+mod provider_hooks_platforms;
 mod providers;
 mod public_page;
 mod qr_codes;
