@@ -97,6 +97,22 @@ pub struct ConversationDetail {
     pub metadata: Value,
 }
 
+/// An outbound phone call to place from a genie's number.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutboundCall {
+    pub agent_id: String,
+    /// The genie's number, E.164.
+    pub from_number: String,
+    /// The platform's id of that number.
+    pub from_external_id: String,
+    /// The callee, E.164.
+    pub to: String,
+    /// Values for `{{name}}` placeholders in the prompt and first message.
+    pub variables: std::collections::BTreeMap<String, String>,
+    /// Echoed back by the platform on the call (genie id, lead id).
+    pub metadata: Value,
+}
+
 /// A provider call that failed. Its message is safe to show (no secrets).
 #[derive(Debug, Clone)]
 pub struct ProviderError {
@@ -163,6 +179,19 @@ pub trait VoiceProvider: Send + Sync {
     /// refuse `attachPhoneNumber` with a validation error instead of calling the provider.
     fn supports_phone_provisioning(&self) -> bool {
         true
+    }
+    /// Whether `start_call` can place outbound calls.
+    fn supports_calls(&self) -> bool {
+        false
+    }
+    /// Starts an outbound call; returns the platform's call id (the conversation id its
+    /// webhooks and conversation listing will use).
+    async fn start_call(&self, call: &OutboundCall) -> ProviderResult<String> {
+        let _ = call;
+        Err(ProviderError::new(format!(
+            "the '{}' voice provider cannot place outbound calls",
+            self.name()
+        )))
     }
 }
 

@@ -481,6 +481,32 @@ impl VoiceProvider for Retell {
         }
     }
 
+    fn supports_calls(&self) -> bool {
+        true
+    }
+
+    async fn start_call(&self, call: &OutboundCall) -> ProviderResult<String> {
+        let v = self
+            .api
+            .call(
+                Method::POST,
+                "/v2/create-phone-call",
+                &[],
+                Body::Json(json!({
+                    "from_number": call.from_number,
+                    "to_number": call.to,
+                    "override_agent_id": call.agent_id,
+                    "retell_llm_dynamic_variables": call.variables,
+                    "metadata": call.metadata,
+                })),
+            )
+            .await?;
+        v["call_id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ProviderError::new("Retell did not return a call_id"))
+    }
+
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>> {
         let v = self
             .api

@@ -540,6 +540,30 @@ impl VoiceProvider for Vapi {
         }
     }
 
+    fn supports_calls(&self) -> bool {
+        true
+    }
+
+    async fn start_call(&self, call: &OutboundCall) -> ProviderResult<String> {
+        let mut body = json!({
+            "assistantId": call.agent_id,
+            "phoneNumberId": call.from_external_id,
+            "customer": {"number": call.to},
+        });
+        if !call.variables.is_empty() {
+            body["assistantOverrides"] = json!({"variableValues": call.variables});
+        }
+        // A POST: a 5xx is not repeated, since the call may already be ringing.
+        let v = self
+            .api
+            .call(Method::POST, "/call", &[], Body::Json(body))
+            .await?;
+        v["id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ProviderError::new("Vapi did not return a call id"))
+    }
+
     /// Vapi has no voice catalog of its own: it speaks through ElevenLabs voices by id, so
     /// the embedded catalog is the list.
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>> {

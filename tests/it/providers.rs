@@ -276,3 +276,183 @@ async fn genies_choose_their_provider_among_the_configured_ones() {
         .await
         .ok(200);
 }
+
+async fn lead(app: &TestApp, token: &str, genie: &str, phone: &str, dnc: bool) -> i64 {
+    let r = app
+        .call(
+            token,
+            "leads",
+            "create",
+            None,
+            json!({"agent_id": genie, "name": "Ada", "phone": phone, "do_not_call": dnc}),
+        )
+        .await;
+    r.ok(201)["lead"]["id"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn outbound_calls_go_through_the_genies_platform_and_respect_do_not_call() {
+    let fake = FakeVapi::start().await;
+    let app = vapi_app(&fake).await;
+    let u = app.standard().await;
+    let id = create(
+        &app,
+        &u.token,
+        json!({"genieName": "Caller", "attachPhoneNumber": true}),
+    )
+    .await;
+    let agent = external_id(&app, &id).await;
+    let call = |data: Value| {
+        let (app, token, id) = (&app, u.token.clone(), id.clone());
+        async move {
+            app.call(&token, "genies", "call", Some(json!(id)), data)
+                .await
+        }
+    };
+    call(json!({"to": "4155550123"}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+    call(json!({"to": "+14155550123", "extra": 1}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+
+    let ok_lead = lead(&app, &u.token, &id, "+14155550123", false).await;
+    let r =
+        call(json!({"to": "+14155550123", "leadId": ok_lead, "variables": {"first_name": "Ada"}}))
+            .await;
+    let c = r.ok(200)["call"].clone();
+    assert_eq!(c["provider"], json!("vapi"));
+    let req = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "POST" && r.path == "/call")
+        .expect("POST /call reached Vapi");
+    assert_eq!(req.body["assistantId"], json!(agent));
+    assert_eq!(req.body["customer"], json!({"number": "+14155550123"}));
+    assert_eq!(
+        req.body["assistantOverrides"],
+        json!({"variableValues": {"first_name": "Ada"}})
+    );
+    assert!(
+        fake.phone(req.body["phoneNumberId"].as_str().unwrap())
+            .is_some()
+    );
+    // The lead's activity log has the call.
+    let logs = app
+        .call(
+            &u.token,
+            "leads",
+            "getLogs",
+            Some(json!(ok_lead)),
+            json!({}),
+        )
+        .await;
+    let text = logs.ok(200).to_string();
+    assert!(
+        text.contains(c["id"].as_str().unwrap()) && text.contains("outbound call"),
+        "{text}"
+    );
+
+    // do_not_call, by lead and by number: refused, nothing reaches Vapi.
+    let before = fake.call_count();
+    let dnc = lead(&app, &u.token, &id, "+1 (415) 555-0199", true).await;
+    let r = call(json!({"to": "+14155550100", "leadId": dnc})).await;
+    r.err(409, "CONFLICT");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("do_not_call")
+    );
+    call(json!({"to": "+14155550199"}))
+        .await
+        .err(409, "CONFLICT");
+    assert_eq!(fake.call_count(), before);
+
+    // Another user's lead is not theirs to name.
+    let other = app.standard().await;
+    let og = create(&app, &other.token, json!({"genieName": "Other"})).await;
+    let their = lead(&app, &other.token, &og, "+14155550111", false).await;
+    call(json!({"to": "+14155550111", "leadId": their}))
+        .await
+        .err(404, "NOT_FOUND");
+
+    // A platform refusal is the platform's words.
+    fake.fail("create_call", 400, 1);
+    call(json!({"to": "+14155550123"}))
+        .await
+        .err(502, "UPSTREAM_ERROR");
+}
+
+#[tokio::test]
+async fn retell_calls_and_providers_that_cannot_call() {
+    let fake = FakeRetell::start().await;
+    let app = retell_app(&fake).await;
+    let u = app.standard().await;
+    let id = create(&app, &u.token, json!({"genieName": "Caller"})).await;
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "call",
+            Some(json!(id)),
+            json!({"to": "+14155550123"}),
+        )
+        .await;
+    r.err(400, "VALIDATION_ERROR");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no phone number")
+    );
+    app.call(
+        &u.token,
+        "genies",
+        "attach-phone",
+        Some(json!(id)),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "call",
+            Some(json!(id)),
+            json!({"to": "+14155550123", "variables": {"plan": "gold"}}),
+        )
+        .await;
+    let cid = r.ok(200)["call"]["id"].as_str().unwrap().to_string();
+    let c = fake.call(&cid).unwrap();
+    assert_eq!(c["to_number"], json!("+14155550123"));
+    assert_eq!(c["agent_id"], json!(external_id(&app, &id).await));
+    assert_eq!(c["retell_llm_dynamic_variables"], json!({"plan": "gold"}));
+    assert_eq!(c["metadata"]["genie_id"], json!(id));
+
+    let local = TestApp::spawn().await;
+    let lu = local.standard().await;
+    let lg = create(
+        &local,
+        &lu.token,
+        json!({"genieName": "L", "attachPhoneNumber": true}),
+    )
+    .await;
+    let r = local
+        .call(
+            &lu.token,
+            "genies",
+            "call",
+            Some(json!(lg)),
+            json!({"to": "+14155550123"}),
+        )
+        .await;
+    r.err(400, "VALIDATION_ERROR");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot place outbound calls")
+    );
+}

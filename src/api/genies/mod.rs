@@ -8,6 +8,7 @@
 //! with `db::genies::can_read_genie` / `can_manage_genie`.
 
 pub(crate) mod assign;
+mod call;
 mod checks;
 mod clone;
 pub mod input;
@@ -137,5 +138,10 @@ pub const RESOURCE: Resource = Resource {
             .conflict()
             .upstream(),
         Action::write("reorder", handler!(clone::reorder)).data(super::action::sort_request),
+        Action::write("call", handler!(call::call))
+            .id()
+            .data(schema::<call::CallReq>)
+            .conflict()
+            .upstream(),
     ],
 };

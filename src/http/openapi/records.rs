@@ -133,7 +133,7 @@ pub fn records() -> Map<String, Value> {
                 "status": status, "priority": priority,
                 "budget": ns(), "timeline": ns(), "address": n("object"), "notes": ns(),
                 "assigned_to": ns(), "conversation_id": n("integer"),
-                "primary_lead_id": n("integer"), "is_decision_maker": n("boolean"),
+                "primary_lead_id": n("integer"), "is_decision_maker": n("boolean"), "do_not_call": b(),
                 "preferred_contact_method": lead_enum(&["email", "phone", "sms"]),
                 "preferred_contact_time": ns(), "metadata": n("object"),
                 "created_at": time(), "updated_at": ns(), "agent": n("object"),

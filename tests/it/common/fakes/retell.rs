@@ -240,6 +240,7 @@ async fn handle(
         (&Method::GET, ["list-voices"]) => "list_voices",
         (&Method::POST, ["v3", "list-calls"]) => "list_calls",
         (&Method::GET, ["v2", "get-call", _]) => "get_call",
+        (&Method::POST, ["v2", "create-phone-call"]) => "create_phone_call",
         _ => return err(404, &format!("Cannot {method} {path}")),
     };
     if let Some((status, left)) = st.failures.get_mut(op)
@@ -459,6 +460,37 @@ async fn handle(
                 "pagination_key": if has_more { json!(format!("page-{}", skip + limit)) } else { Value::Null }}))
         }
         "get_call" => st.calls.get(&id).cloned().map_or_else(missing, ok),
+        "create_phone_call" => {
+            let from = parsed["from_number"].as_str().unwrap_or("");
+            let to = parsed["to_number"].as_str().unwrap_or("");
+            if !st.phone_numbers.contains_key(from) {
+                return err(
+                    400,
+                    "from_number must be a number bought from or imported into Retell",
+                );
+            }
+            if !(to.starts_with('+') && to.len() > 7) {
+                return err(400, "to_number must be in E.164 format");
+            }
+            if let Some(a) = parsed["override_agent_id"].as_str()
+                && !st.agents.contains_key(a)
+            {
+                return missing();
+            }
+            let vars_ok = parsed["retell_llm_dynamic_variables"]
+                .as_object()
+                .is_none_or(|o| o.values().all(Value::is_string));
+            if !vars_ok {
+                return err(400, "retell_llm_dynamic_variables values must be strings");
+            }
+            let id = new_id(&mut st, "call_");
+            let call = json!({"call_id": id, "call_type": "phone_call", "call_status": "registered",
+                "agent_id": parsed["override_agent_id"], "from_number": from, "to_number": to,
+                "direction": "outbound", "metadata": parsed["metadata"],
+                "retell_llm_dynamic_variables": parsed["retell_llm_dynamic_variables"]});
+            st.calls.insert(id, call.clone());
+            created(call)
+        }
         _ => unreachable!(),
     }
 }
@@ -511,6 +543,9 @@ impl FakeRetell {
             .phone_numbers
             .get(number)
             .cloned()
+    }
+    pub fn call(&self, id: &str) -> Option<Value> {
+        self.state.lock().unwrap().calls.get(id).cloned()
     }
     pub fn add_call(&self, c: Value) {
         let id = c["call_id"].as_str().unwrap().to_string();

@@ -312,6 +312,7 @@ async fn handle(
         (&Method::PATCH, ["phone-number", _]) => "update_phone_number",
         (&Method::DELETE, ["phone-number", _]) => "delete_phone_number",
         (&Method::GET, ["call"]) => "list_calls",
+        (&Method::POST, ["call"]) => "create_call",
         (&Method::GET, ["call", _]) => "get_call",
         _ => return nest(404, json!(format!("Cannot {method} {path}"))),
     };
@@ -526,6 +527,64 @@ async fn handle(
             calls.truncate(limit);
             ok(json!(calls))
         }
+        "create_call" => {
+            let mut errs = Vec::new();
+            for k in parsed.as_object().unwrap().keys() {
+                if ![
+                    "assistantId",
+                    "assistant",
+                    "assistantOverrides",
+                    "phoneNumberId",
+                    "phoneNumber",
+                    "customer",
+                    "customers",
+                    "name",
+                    "schedulePlan",
+                ]
+                .contains(&k.as_str())
+                {
+                    errs.push(format!("property {k} should not exist"));
+                }
+            }
+            let a = parsed["assistantId"].as_str().unwrap_or("");
+            if !st.assistants.contains_key(a) {
+                errs.push(format!(
+                    "Couldn't Get Assistant. `assistantId` {a} Does Not Exist."
+                ));
+            }
+            if !parsed["phoneNumberId"]
+                .as_str()
+                .is_some_and(|p| st.phone_numbers.contains_key(p))
+            {
+                errs.push(
+                    "Couldn't Get Phone Number. Need Either `phoneNumberId` Or `phoneNumber`."
+                        .into(),
+                );
+            }
+            let n = parsed["customer"]["number"].as_str().unwrap_or("");
+            if !(n.starts_with('+') && n.len() > 7) {
+                errs.push(
+                    "customer.number must be a valid phone number in the E.164 format".into(),
+                );
+            }
+            if let Some(o) = parsed.get("assistantOverrides")
+                && !o["variableValues"].is_object()
+            {
+                errs.push("assistantOverrides.variableValues must be an object".into());
+            }
+            if !errs.is_empty() {
+                return bad(errs);
+            }
+            let id = new_id(&mut st);
+            let mut call = parsed.clone();
+            call["id"] = json!(id);
+            call["type"] = json!("outboundPhoneCall");
+            call["status"] = json!("queued");
+            call["createdAt"] = json!(now());
+            st.calls.insert(id, call.clone());
+            call["subscriptionLimits"] = json!({"concurrencyBlocked": false, "concurrencyLimit": 10, "remainingConcurrentCalls": 9});
+            created(call)
+        }
         "get_call" => match st.calls.get(&id) {
             Some(c) => ok(c.clone()),
             None => not_found("Call", &id),
@@ -597,6 +656,9 @@ impl FakeVapi {
     }
     pub fn phone(&self, id: &str) -> Option<Value> {
         self.state.lock().unwrap().phone_numbers.get(id).cloned()
+    }
+    pub fn call_count(&self) -> usize {
+        self.state.lock().unwrap().calls.len()
     }
     pub fn add_call(&self, c: Value) {
         let id = c["id"].as_str().unwrap().to_string();
