@@ -69,10 +69,16 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             "removed document files no record names (left by a crash)"
         );
     }
-    let voice = match voice {
-        Some(v) => v,
-        None => crate::voice::from_config(&config, &db)?,
-    };
+    let voice = crate::voice::Voices::from_config(&config, &db, voice)?;
+    let default_provider = voice.default().name();
+    db.write_blocking(move |c| {
+        Ok(crate::db::genie_providers::adopt_unassigned(
+            c,
+            default_provider,
+            &crate::db::now(),
+        )?)
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let state = Arc::new(AppInner {
         limits: RateLimits::new(&config),
         voice,

@@ -194,8 +194,9 @@ pub struct Config {
     pub extract_exe: Option<PathBuf>,
 
     /// Voice-agent platform genies are provisioned in: `local` (embedded, no external
-    /// service) or `elevenlabs` (needs --elevenlabs-api-key).
-    #[arg(long, env = "GENIED_VOICE_PROVIDER", default_value = "local", value_parser = ["local", "elevenlabs"])]
+    /// service), `elevenlabs` (needs --elevenlabs-api-key), `vapi` (needs --vapi-api-key) or
+    /// `retell` (needs --retell-api-key).
+    #[arg(long, env = "GENIED_VOICE_PROVIDER", default_value = "local", value_parser = ["local", "elevenlabs", "vapi", "retell"])]
     pub voice_provider: String,
 
     /// API key of the ElevenLabs account (sent as `xi-api-key`); required with `--voice-provider elevenlabs`.
@@ -213,6 +214,47 @@ pub struct Config {
     /// Secret of the ElevenLabs post-call webhook; enables `POST /v1/hooks/elevenlabs`.
     #[arg(long, env = "GENIED_ELEVENLABS_WEBHOOK_SECRET", hide_env_values = true)]
     pub elevenlabs_webhook_secret: Option<Secret>,
+
+    /// Private API key of the Vapi organization (sent as `Authorization: Bearer`); required
+    /// with `--voice-provider vapi`.
+    #[arg(long, env = "GENIED_VAPI_API_KEY", hide_env_values = true)]
+    pub vapi_api_key: Option<Secret>,
+
+    /// Base URL of the Vapi API.
+    #[arg(
+        long,
+        env = "GENIED_VAPI_BASE_URL",
+        default_value = "https://api.vapi.ai"
+    )]
+    pub vapi_base_url: String,
+
+    /// Shared secret Vapi sends back as `X-Vapi-Secret` on its server-URL events; enables
+    /// `POST /v1/hooks/vapi` and is set on every assistant genied provisions (with --public-url).
+    #[arg(long, env = "GENIED_VAPI_WEBHOOK_SECRET", hide_env_values = true)]
+    pub vapi_webhook_secret: Option<Secret>,
+
+    /// API key of the Retell AI account (sent as `Authorization: Bearer`); required with
+    /// `--voice-provider retell`.
+    #[arg(long, env = "GENIED_RETELL_API_KEY", hide_env_values = true)]
+    pub retell_api_key: Option<Secret>,
+
+    /// Base URL of the Retell AI API.
+    #[arg(
+        long,
+        env = "GENIED_RETELL_BASE_URL",
+        default_value = "https://api.retellai.com"
+    )]
+    pub retell_base_url: String,
+
+    /// The Retell API key that signs webhooks (the one with the "webhook" badge, which may
+    /// differ from --retell-api-key); enables `POST /v1/hooks/retell`.
+    #[arg(long, env = "GENIED_RETELL_WEBHOOK_SECRET", hide_env_values = true)]
+    pub retell_webhook_secret: Option<Secret>,
+
+    /// First delay of the backoff between retries of a voice-platform call that failed
+    /// transiently (429, 5xx, network); it doubles on each of the 4 retries.
+    #[arg(long, env = "GENIED_PROVIDER_RETRY_BASE_MS", default_value_t = 500)]
+    pub provider_retry_base_ms: u64,
 
     /// E.164 numbers the local provider hands out: comma-separated numbers or ranges
     /// `FIRST-LAST`. The default is the fictional NANP 555-0100..0199 block, which never rings a real phone.

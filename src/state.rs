@@ -14,7 +14,7 @@ use crate::limits::{ChatLimiter, RateLimits};
 use crate::llm::Llm;
 use crate::net::Guarded;
 use crate::secrets::Secrets;
-use crate::voice::DynVoice;
+use crate::voice::Voices;
 
 pub struct AppInner {
     pub config: Config,
@@ -24,8 +24,9 @@ pub struct AppInner {
     pub bus: Bus,
     /// Wakes the job worker right after something was queued.
     pub jobs_notify: Notify,
-    /// The voice-agent platform genies are provisioned in.
-    pub voice: DynVoice,
+    /// The voice-agent platforms genies are provisioned in: `voice.default()` for genies
+    /// that name none, `voice.named(..)` for a genie's own.
+    pub voice: Voices,
     /// The only client for user-supplied URLs.
     pub net: Guarded,
     /// The configured OpenAI-compatible endpoint, if any.

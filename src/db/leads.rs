@@ -40,6 +40,8 @@ pub struct Lead {
     pub created_at: String,
     pub updated_at: Option<String>,
     pub conversation_ref: Option<String>,
+    /// Never called by genied (genie `call`, campaigns).
+    pub do_not_call: bool,
     pub agent: Value,
     /// The agent's owner; decides access, never serialized.
     #[serde(skip)]
@@ -65,7 +67,7 @@ impl Lead {
 const COLS: &str = "l.id, l.agent_id, l.user_id, l.name, l.email, l.phone, l.status, l.priority, l.budget,
     l.timeline, l.address, l.notes, l.assigned_to, l.conversation_id, l.primary_lead_id, l.is_decision_maker,
     l.preferred_contact_method, l.preferred_contact_time, l.metadata, l.created_at, l.updated_at,
-    l.conversation_ref, g.name, g.user_id";
+    l.conversation_ref, g.name, g.user_id, l.do_not_call";
 
 fn obj_col(s: Option<String>) -> Option<Value> {
     s.map(|s| json_col(Some(s), Value::Null))
@@ -100,6 +102,7 @@ fn from_row(r: &Row) -> rusqlite::Result<Lead> {
         agent: json!({"id": agent_id, "name": agent_name}),
         agent_id,
         agent_owner: r.get(23)?,
+        do_not_call: r.get(24)?,
     })
 }
 
@@ -394,6 +397,7 @@ pub const WRITABLE: &[&str] = &[
     "preferred_contact_method",
     "preferred_contact_time",
     "metadata",
+    "do_not_call",
 ];
 
 pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
@@ -493,4 +497,14 @@ pub fn logs(c: &Connection, lead_id: i64, limit: i64) -> rusqlite::Result<Vec<Ac
     ))?;
     st.query_map(params![lead_id, limit], activity_row)?
         .collect()
+}
+
+/// Whether any lead of `user_id` with this phone number asked not to be called, so a call to
+/// the number is refused even when no lead is named.
+pub fn phone_is_do_not_call(c: &Connection, user_id: &str, phone: &str) -> rusqlite::Result<bool> {
+    c.prepare_cached(
+        "SELECT EXISTS(SELECT 1 FROM leads WHERE user_id = ?1 AND do_not_call = 1
+           AND replace(replace(replace(replace(phone, ' ', ''), '-', ''), '(', ''), ')', '') = ?2)",
+    )?
+    .query_row([user_id, phone], |r| r.get(0))
 }

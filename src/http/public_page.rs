@@ -198,7 +198,12 @@ async fn page(State(app): State<AppState>, Path(slug): Path<String>) -> Response
     let found = page_chat::find_active(&app, &slug).await;
     match found {
         Ok(Some(g)) => {
-            let mut resp = html(StatusCode::OK, render_page(&g, app.voice.name()));
+            // The widget belongs to the platform that runs this genie.
+            let provider = crate::knowledge::agents::voice_for(&app, &g.id)
+                .await
+                .map(|v| v.name())
+                .unwrap_or("local");
+            let mut resp = html(StatusCode::OK, render_page(&g, provider));
             // Which sites may show the page in a frame (the widget): genied's own pages and
             // the genie's allowed origins.
             let mut ancestors = String::from("frame-ancestors 'self'");

@@ -6,7 +6,53 @@
 use crate::db::genies as repo;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::voice::KbDocRef;
+use crate::voice::{DynVoice, KbDocRef};
+
+/// The provider a genie lives in (its own, else the service's default).
+pub async fn voice_for(app: &AppState, genie_id: &str) -> ApiResult<DynVoice> {
+    let id = genie_id.to_string();
+    let p = app
+        .db
+        .read(move |c| Ok(crate::db::genie_providers::get(c, &id)?))
+        .await?;
+    Ok(app.voice.named(p.provider.as_deref())?.clone())
+}
+
+/// Whether documents' external ids belong to `voice`: documents are stored at the default
+/// provider only, so a genie at another provider gets no knowledge base there (and says so
+/// in its provider state).
+pub fn holds_documents(app: &AppState, voice: &DynVoice) -> bool {
+    voice.name() == app.voice.default().name()
+}
+
+/// Records whether the genie's provider holds what genied holds: `in_sync`, or `pending` /
+/// `failed` with the reason. Failing to record it is only logged: the caller's own outcome
+/// matters more.
+pub async fn record_provider_state(
+    app: &AppState,
+    genie_id: &str,
+    state: &str,
+    error: Option<String>,
+) {
+    let (id, st) = (genie_id.to_string(), state.to_string());
+    let default = app.voice.default().name();
+    let res = app
+        .db
+        .write(move |c| {
+            Ok(crate::db::genie_providers::set_state(
+                c,
+                &id,
+                default,
+                &st,
+                error.as_deref(),
+                &crate::db::now(),
+            )?)
+        })
+        .await;
+    if let Err(e) = res {
+        tracing::warn!(genie = %genie_id, error = %e, "could not record the provider state");
+    }
+}
 
 /// One async lock per genie id, held by every action that reads a genie, talks to the
 /// provider and writes it back, so two concurrent updates cannot lose each other's changes
@@ -64,9 +110,31 @@ pub async fn sync_agent_documents(app: &AppState, genie_id: &str) -> ApiResult<(
         })
         .await?;
     if let Some(agent) = &row.external_agent_id {
-        app.voice
-            .set_agent_documents(agent, &kb_refs(&docs))
-            .await?;
+        let voice = voice_for(app, genie_id).await?;
+        if !holds_documents(app, &voice) {
+            if !kb_refs(&docs).is_empty() {
+                record_provider_state(
+                    app,
+                    genie_id,
+                    "failed",
+                    Some(format!(
+                        "documents are stored at the default provider '{}'; copying them to '{}' is not supported yet",
+                        app.voice.default().name(),
+                        voice.name()
+                    )),
+                )
+                .await;
+            }
+            return Ok(());
+        }
+        match voice.set_agent_documents(agent, &kb_refs(&docs)).await {
+            Ok(()) => record_provider_state(app, genie_id, "in_sync", None).await,
+            Err(e) => {
+                // The platform holds an older document list until a retry gets through.
+                record_provider_state(app, genie_id, "pending", Some(e.to_string())).await;
+                return Err(e.into());
+            }
+        }
     }
     Ok(())
 }

@@ -299,7 +299,7 @@ async fn fail(app: &AppState, id: &str, error: &str) -> ApiResult<()> {
 /// is deleted afterwards), chunks are replaced, the status becomes `completed`, and every
 /// genie using the document gets its list pushed with the new external id.
 pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<Document> {
-    let external = app.voice.create_document(&d.name, &text).await?;
+    let external = app.voice.default().create_document(&d.name, &text).await?;
     if external.chars().count() != 20 {
         tracing::warn!(document = %d.id, external = %external, "provider document id is not 20 characters");
     }
@@ -336,17 +336,17 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
         Ok(Some(x)) => x,
         Ok(None) => {
             // Deleted meanwhile: do not leave the provider copy behind.
-            let _ = app.voice.delete_document(&external).await;
+            let _ = app.voice.default().delete_document(&external).await;
             return Err(ApiError::not_found("document"));
         }
         Err(e) => {
-            let _ = app.voice.delete_document(&external).await;
+            let _ = app.voice.default().delete_document(&external).await;
             return Err(e);
         }
     };
     push_genies(app, &genies).await;
     if let Some(old) = d.external_id.as_deref().filter(|o| *o != external)
-        && let Err(e) = app.voice.delete_document(old).await
+        && let Err(e) = app.voice.default().delete_document(old).await
     {
         tracing::warn!(document = %d.id, old, error = %e, "could not delete the old provider document");
     }

@@ -630,12 +630,10 @@ async fn sync_genie(
     mut cursor: Option<String>,
 ) -> ApiResult<()> {
     let agent = g.external_agent_id.clone().unwrap_or_default();
+    let voice = crate::knowledge::agents::voice_for(app, &g.id).await?;
     for _ in 0..1000 {
         paced().await;
-        let page = app
-            .voice
-            .list_conversations(&agent, cursor.as_deref())
-            .await?;
+        let page = voice.list_conversations(&agent, cursor.as_deref()).await?;
         for s in &page.conversations {
             let ext = s.conversation_id.clone();
             let known = app
@@ -658,7 +656,7 @@ async fn sync_genie(
                 }
             }
             paced().await;
-            let d = app.voice.get_conversation(&s.conversation_id).await?;
+            let d = voice.get_conversation(&s.conversation_id).await?;
             let stored = store_provider_conversation(app, g, d).await?;
             if stored.created {
                 run.created += 1;

@@ -182,7 +182,7 @@ pub async fn move_links(
         })
         .await?;
     if let Some(ext) = &delete_ext
-        && let Err(e) = app.voice.delete_document(ext).await
+        && let Err(e) = app.voice.default().delete_document(ext).await
     {
         tracing::warn!(external = %ext, error = %e, "could not delete the old provider document");
     }

@@ -23,16 +23,18 @@ pub const CLEANUP_JOB: &str = "genie.cleanup";
 /// The `genie.cleanup` job: releases the numbers, then deletes the agent. Both steps are
 /// idempotent, so a retry after a partial success is safe.
 pub async fn run_cleanup(app: &AppState, payload: &Value) -> ApiResult<()> {
+    // Payloads queued before genies named their provider carry none: the default.
+    let voice = app.voice.named(payload["provider"].as_str())?;
     for n in payload["number_ids"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
     {
-        app.voice.release_number(n).await?;
+        voice.release_number(n).await?;
     }
     if let Some(a) = payload["agent_id"].as_str() {
-        app.voice.delete_agent(a).await?;
+        voice.delete_agent(a).await?;
     }
     Ok(())
 }
@@ -40,24 +42,28 @@ pub async fn run_cleanup(app: &AppState, payload: &Value) -> ApiResult<()> {
 /// Provisions a new genie: its agent (and a phone number when `want_phone`) at the provider
 /// first, so that a genie exists only if the provider accepted it, then the row with its
 /// number in one transaction. When the row cannot be stored the provider side is removed
-/// (or the removal queued). Returns the stored row; the caller announces it.
+/// (or the removal queued). `provider` names a configured provider (the caller checked).
+/// Returns the stored row; the caller announces it.
 pub async fn provision(
     app: &AppState,
     mut row: GenieRow,
     spec: &AgentSpec,
     want_phone: bool,
+    provider: &str,
 ) -> ApiResult<GenieRow> {
-    if want_phone && !app.voice.supports_phone_provisioning() {
-        return Err(phone_unsupported(app));
+    let voice = app.voice.named(Some(provider))?.clone();
+    let provider = voice.name();
+    if want_phone && !voice.supports_phone_provisioning() {
+        return Err(phone_unsupported(provider));
     }
-    let agent_id = app.voice.create_agent(spec).await?;
+    let agent_id = voice.create_agent(spec).await?;
     row.external_agent_id = Some(agent_id.clone());
     let mut phone = None;
     if want_phone {
-        match app.voice.provision_number(&agent_id, &row.name).await {
+        match voice.provision_number(&agent_id, &row.name).await {
             Ok(p) => phone = Some(p),
             Err(e) => {
-                cleanup_or_queue(app, Some(agent_id), vec![]).await;
+                cleanup_or_queue(app, provider, Some(agent_id), vec![]).await;
                 return Err(e.into());
             }
         }
@@ -86,6 +92,7 @@ pub async fn provision(
                 Some("created"),
                 true,
             )?;
+            crate::db::genie_providers::set_provider(c, &r.id, provider, &r.created_at)?;
             if let Some(p) = p {
                 repo::insert_phone(
                     c,
@@ -107,6 +114,7 @@ pub async fn provision(
         Err(e) => {
             cleanup_or_queue(
                 app,
+                provider,
                 Some(agent_id),
                 phone.into_iter().map(|p| p.external_id).collect(),
             )
@@ -125,7 +133,10 @@ pub async fn provision_clone(
     mut row: GenieRow,
     spec: &AgentSpec,
 ) -> ApiResult<GenieRow> {
-    let agent_id = app.voice.create_agent(spec).await?;
+    // A clone lives where its original does.
+    let voice = crate::knowledge::agents::voice_for(app, src_id).await?;
+    let provider = voice.name();
+    let agent_id = voice.create_agent(spec).await?;
     row.external_agent_id = Some(agent_id.clone());
     let (r, src_id) = (row, src_id.to_string());
     let stored = app
@@ -138,13 +149,14 @@ pub async fn provision_clone(
             let cfg = genie_versions::config_of(&r, &repo::documents(c, &r.id)?);
             let note = format!("cloned from genie {src_id}");
             genie_versions::record(c, &r.id, None, &cfg, Some(&r.user_id), Some(&note), true)?;
+            crate::db::genie_providers::set_provider(c, &r.id, provider, &r.created_at)?;
             Ok(r)
         })
         .await;
     match stored {
         Ok(r) => Ok(r),
         Err(e) => {
-            cleanup_or_queue(app, Some(agent_id), vec![]).await;
+            cleanup_or_queue(app, provider, Some(agent_id), vec![]).await;
             Err(e)
         }
     }
@@ -156,12 +168,20 @@ pub async fn provision_clone(
 /// `genie.deleted`.
 pub async fn delete(app: &AppState, row: &GenieRow) -> ApiResult<()> {
     let id = row.id.clone();
-    let phones = {
+    let (phones, provider) = {
         let id = id.clone();
-        app.db.read(move |c| Ok(repo::phones(c, &id)?)).await?
+        app.db
+            .read(move |c| {
+                Ok((
+                    repo::phones(c, &id)?,
+                    crate::db::genie_providers::get(c, &id)?.provider,
+                ))
+            })
+            .await?
     };
     let payload = json!({
         "genie_id": id,
+        "provider": provider,
         "agent_id": row.external_agent_id,
         "number_ids": phones.iter().filter_map(|p| p.external_id.clone()).collect::<Vec<_>>(),
     });
@@ -191,18 +211,23 @@ pub async fn delete(app: &AppState, row: &GenieRow) -> ApiResult<()> {
 }
 
 /// The refusal of a phone number when the provider cannot provision one.
-pub fn phone_unsupported(app: &AppState) -> ApiError {
+pub fn phone_unsupported(provider: &str) -> ApiError {
     ApiError::validation(format!(
         "data.attachPhoneNumber: the '{}' voice provider cannot provision phone numbers; numbers are imported into the \
          provider with your own telephony (Twilio or SIP trunk) credentials",
-        app.voice.name()
+        provider
     ))
 }
 
 /// Removes an agent and releases numbers at the provider; if that fails, queues a durable
 /// `genie.cleanup` job that retries with backoff until it succeeds.
-pub async fn cleanup_or_queue(app: &AppState, agent_id: Option<String>, number_ids: Vec<String>) {
-    let payload = json!({"agent_id": agent_id, "number_ids": number_ids});
+pub async fn cleanup_or_queue(
+    app: &AppState,
+    provider: &str,
+    agent_id: Option<String>,
+    number_ids: Vec<String>,
+) {
+    let payload = json!({"provider": provider, "agent_id": agent_id, "number_ids": number_ids});
     if let Err(e) = run_cleanup(app, &payload).await {
         tracing::warn!(error = %e, "voice provider clean-up failed; queued for retry");
         let res = app
@@ -308,11 +333,21 @@ pub async fn apply(
     let mut row = old.clone();
     (changes.edit)(&mut row)?;
     row.updated_at = db::now();
-    let new_spec = agent_spec(&row, kb_refs(&new_docs));
+    // The genie's own platform; documents live at the default one only, so a genie elsewhere
+    // is told none (its provider state says so).
+    let voice = crate::knowledge::agents::voice_for(app, genie_id).await?;
+    let held = |d: &[crate::db::genies::AttachedDoc]| {
+        if crate::knowledge::agents::holds_documents(app, &voice) {
+            kb_refs(d)
+        } else {
+            Vec::new()
+        }
+    };
+    let new_spec = agent_spec(&row, held(&new_docs));
     let changed =
-        serde_json::to_value(&new_spec)? != serde_json::to_value(agent_spec(&old, kb_refs(&docs)))?;
+        serde_json::to_value(&new_spec)? != serde_json::to_value(agent_spec(&old, held(&docs)))?;
     if changed && let Some(agent) = &row.external_agent_id {
-        app.voice.update_agent(agent, &new_spec).await?;
+        voice.update_agent(agent, &new_spec).await?;
     }
     let before = genie_versions::config_of(&old, &docs);
     let after = genie_versions::config_of(&row, &new_docs);

@@ -20,7 +20,7 @@ pub fn catalog() -> &'static [Voice] {
 /// where it came from (`provider` or `catalog`). A provider failure falls back to the catalog
 /// alone (logged), so discovery keeps working.
 pub async fn all_voices(app: &AppState) -> Vec<(Voice, &'static str)> {
-    let provider = match app.voice.list_voices().await {
+    let provider = match app.voice.default().list_voices().await {
         Ok(v) => v,
         Err(e) => {
             tracing::warn!(error = %e, "voice provider could not list voices; showing the catalog only");

@@ -3,7 +3,10 @@
 //! Handlers only ever see `dyn VoiceProvider` through `AppState::voice`.
 
 pub mod elevenlabs;
+pub mod http;
 pub mod local;
+pub mod retell;
+pub mod vapi;
 
 use std::sync::Arc;
 
@@ -115,6 +118,22 @@ pub struct ConversationDetail {
     pub metadata: Value,
 }
 
+/// An outbound phone call to place from a genie's number.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutboundCall {
+    pub agent_id: String,
+    /// The genie's number, E.164.
+    pub from_number: String,
+    /// The platform's id of that number.
+    pub from_external_id: String,
+    /// The callee, E.164.
+    pub to: String,
+    /// Values for `{{name}}` placeholders in the prompt and first message.
+    pub variables: std::collections::BTreeMap<String, String>,
+    /// Echoed back by the platform on the call (genie id, lead id).
+    pub metadata: Value,
+}
+
 /// A provider call that failed. Its message is safe to show (no secrets).
 #[derive(Debug, Clone)]
 pub struct ProviderError {
@@ -151,7 +170,7 @@ pub type ProviderResult<T> = Result<T, ProviderError>;
 
 #[async_trait]
 pub trait VoiceProvider: Send + Sync {
-    /// `local` or `elevenlabs`.
+    /// `local`, `elevenlabs`, `vapi` or `retell`.
     fn name(&self) -> &'static str;
     /// Creates the agent; returns its external id.
     async fn create_agent(&self, spec: &AgentSpec) -> ProviderResult<String>;
@@ -182,6 +201,19 @@ pub trait VoiceProvider: Send + Sync {
     fn supports_phone_provisioning(&self) -> bool {
         true
     }
+    /// Whether `start_call` can place outbound calls.
+    fn supports_calls(&self) -> bool {
+        false
+    }
+    /// Starts an outbound call; returns the platform's call id (the conversation id its
+    /// webhooks and conversation listing will use).
+    async fn start_call(&self, call: &OutboundCall) -> ProviderResult<String> {
+        let _ = call;
+        Err(ProviderError::new(format!(
+            "the '{}' voice provider cannot place outbound calls",
+            self.name()
+        )))
+    }
 }
 
 pub type DynVoice = Arc<dyn VoiceProvider>;
@@ -196,9 +228,13 @@ pub fn catalog() -> Vec<Voice> {
         .expect("assets/voices.json is valid")
 }
 
-/// Builds the provider `--voice-provider` names.
-pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow::Result<DynVoice> {
-    match config.voice_provider.as_str() {
+/// Builds the provider called `name`.
+pub fn build(
+    name: &str,
+    config: &crate::config::Config,
+    db: &crate::db::Db,
+) -> anyhow::Result<DynVoice> {
+    match name {
         "local" => Ok(Arc::new(local::LocalProvider::new(
             db.clone(),
             &config.phone_pool,
@@ -212,6 +248,139 @@ pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow
                 key,
             )?))
         }
-        other => anyhow::bail!("unknown voice provider '{other}' (use local or elevenlabs)"),
+        "vapi" => {
+            let key = config
+                .vapi_api_key
+                .clone()
+                .filter(|k| !k.0.trim().is_empty())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--voice-provider vapi needs --vapi-api-key (or GENIED_VAPI_API_KEY)"
+                    )
+                })?;
+            let server = config
+                .vapi_webhook_secret
+                .clone()
+                .filter(|s| !s.0.is_empty())
+                .map(|secret| vapi::ServerUrl {
+                    url: format!("{}/v1/hooks/vapi", config.public_base()),
+                    secret,
+                });
+            Ok(Arc::new(vapi::Vapi::new(
+                &config.vapi_base_url,
+                key,
+                server,
+                retry_base(config),
+            )?))
+        }
+        "retell" => {
+            let key = config
+                .retell_api_key
+                .clone()
+                .filter(|k| !k.0.trim().is_empty())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--voice-provider retell needs --retell-api-key (or GENIED_RETELL_API_KEY)"
+                    )
+                })?;
+            let hook = config
+                .retell_webhook_secret
+                .as_ref()
+                .filter(|s| !s.0.is_empty())
+                .map(|_| format!("{}/v1/hooks/retell", config.public_base()));
+            Ok(Arc::new(retell::Retell::new(
+                &config.retell_base_url,
+                key,
+                hook,
+                retry_base(config),
+            )?))
+        }
+        other => anyhow::bail!(
+            "unknown voice provider '{other}' (use local, elevenlabs, vapi or retell)"
+        ),
     }
+}
+
+/// Builds the provider `--voice-provider` names.
+pub fn from_config(config: &crate::config::Config, db: &crate::db::Db) -> anyhow::Result<DynVoice> {
+    build(&config.voice_provider, config, db)
+}
+
+/// Every provider this service can provision genies in: the default (`--voice-provider`),
+/// `local` (always), and each platform whose API key is configured. A genie names its
+/// provider; one without a name lives in the default.
+#[derive(Clone)]
+pub struct Voices {
+    default: DynVoice,
+    all: std::collections::BTreeMap<&'static str, DynVoice>,
+}
+
+impl Voices {
+    /// The default from `--voice-provider` (or `default`, a test's fake), and the others
+    /// from their keys.
+    pub fn from_config(
+        config: &crate::config::Config,
+        db: &crate::db::Db,
+        default: Option<DynVoice>,
+    ) -> anyhow::Result<Voices> {
+        let default = match default {
+            Some(v) => v,
+            None => from_config(config, db)?,
+        };
+        let mut all = std::collections::BTreeMap::new();
+        all.insert(default.name(), default.clone());
+        let keyed =
+            |k: &Option<crate::config::Secret>| k.as_ref().is_some_and(|k| !k.0.trim().is_empty());
+        for (name, configured) in [
+            ("local", true),
+            ("elevenlabs", keyed(&config.elevenlabs_api_key)),
+            ("vapi", keyed(&config.vapi_api_key)),
+            ("retell", keyed(&config.retell_api_key)),
+        ] {
+            if configured && !all.contains_key(name) {
+                let v = build(name, config, db)?;
+                all.insert(v.name(), v);
+            }
+        }
+        Ok(Voices { default, all })
+    }
+
+    /// Only this provider (tests, tools).
+    pub fn single(v: DynVoice) -> Voices {
+        let mut all = std::collections::BTreeMap::new();
+        all.insert(v.name(), v.clone());
+        Voices { default: v, all }
+    }
+
+    /// The provider of genies that name none.
+    pub fn default(&self) -> &DynVoice {
+        &self.default
+    }
+
+    pub fn get(&self, name: &str) -> Option<&DynVoice> {
+        self.all.get(name)
+    }
+
+    /// The provider a genie lives in: its own, else the default. A genie naming a provider
+    /// that is no longer configured gets an error saying so rather than another platform.
+    pub fn named(&self, provider: Option<&str>) -> ProviderResult<&DynVoice> {
+        match provider {
+            None => Ok(&self.default),
+            Some(p) => self.get(p).ok_or_else(|| {
+                ProviderError::new(format!(
+                    "voice provider '{p}' is not configured on this service (configured: {})",
+                    self.names().join(", ")
+                ))
+            }),
+        }
+    }
+
+    /// Configured provider names, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.all.keys().copied().collect()
+    }
+}
+
+fn retry_base(config: &crate::config::Config) -> std::time::Duration {
+    std::time::Duration::from_millis(config.provider_retry_base_ms.max(1))
 }

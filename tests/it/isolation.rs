@@ -93,6 +93,7 @@ const TABLE: &[Row] = &[
     r("genies", "reorder", None, r#"{"sort":{"$genie":0}}"#, ANF),
     r("genies", "attach-phone", Some("$genie"), "{}", ANF),
     r("genies", "release-phone", Some("$genie"), "{}", ANF),
+    r("genies", "call", Some("$genie"), r#"{"to":"+14155550123"}"#, ANF),
     r("genies", "assign", Some("$genie"), r#"{"userId":"$userB"}"#, ANF),
     r("genies", "unassign", Some("$genie"), r#"{"userId":"$consumer"}"#, ANF),
     r("genies", "versions", Some("$genie"), "{}", ANF),

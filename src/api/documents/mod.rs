@@ -398,7 +398,7 @@ async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         .collect(&ctx.app.db, files.into_iter().flatten().collect())
         .await;
     if let Some(ext) = &d.external_id
-        && let Err(e) = ctx.app.voice.delete_document(ext).await
+        && let Err(e) = ctx.app.voice.default().delete_document(ext).await
     {
         tracing::warn!(document = %d.id, error = %e, "could not delete the provider document");
     }

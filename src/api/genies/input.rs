@@ -17,6 +17,9 @@ use crate::error::{ApiError, ApiResult};
 #[schemars(rename = "GenieCreate")]
 pub struct CreateGenie {
     pub genie_name: Option<String>,
+    /// The voice platform that runs the genie (`local`, `elevenlabs`, `vapi`, `retell`);
+    /// default the service's `--voice-provider`. Only configured providers are accepted.
+    pub provider: Option<String>,
     pub use_case: Option<String>,
     pub system_prompt: Option<String>,
     pub first_message: Option<String>,

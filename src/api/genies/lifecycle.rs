@@ -61,7 +61,16 @@ async fn create_row(app: &AppState, owner: &str, body: &CreateGenie) -> ApiResul
     }
     let spec = settings::agent_spec(&row, vec![]);
     let want_phone = body.attach_phone_number.unwrap_or(false);
-    let row = genies::provision(app, row, &spec, want_phone).await?;
+    let provider = match body.provider.as_deref() {
+        None => app.voice.default().name(),
+        Some(p) => app.voice.get(p).map(|v| v.name()).ok_or_else(|| {
+            ApiError::validation(format!(
+                "data.provider: '{p}' is not a voice provider configured on this service (configured: {})",
+                app.voice.names().join(", ")
+            ))
+        })?,
+    };
+    let row = genies::provision(app, row, &spec, want_phone, provider).await?;
     let full = reload(app, &row.id, false).await?;
     app.bus
         .emit(Event::new("genie.created", &row.user_id, full));

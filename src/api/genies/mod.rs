@@ -8,6 +8,7 @@
 //! with `db::genies::can_read_genie` / `can_manage_genie`.
 
 pub(crate) mod assign;
+mod call;
 mod checks;
 mod clone;
 pub mod input;
@@ -162,5 +163,10 @@ pub const RESOURCE: Resource = Resource {
             .id()
             .data(schema::<versions::TrafficReq>),
         Action::read("version-stats", handler!(versions::stats)).id(),
+        Action::write("call", handler!(call::call))
+            .id()
+            .data(schema::<call::CallReq>)
+            .conflict()
+            .upstream(),
     ],
 };

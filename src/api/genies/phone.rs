@@ -7,15 +7,16 @@ use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies::{self as repo, PhoneRow};
 use crate::error::{ApiError, ApiResult};
-use crate::knowledge::agents::lock_genie;
+use crate::knowledge::agents::{lock_genie, voice_for};
 use crate::service::genies::{cleanup_or_queue, phone_unsupported};
 
 pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let _guard = lock_genie(&id).await;
     let row = load_manageable(ctx, &id).await?;
-    if !ctx.app.voice.supports_phone_provisioning() {
-        return Err(phone_unsupported(&ctx.app));
+    let voice = voice_for(&ctx.app, &id).await?;
+    if !voice.supports_phone_provisioning() {
+        return Err(phone_unsupported(voice.name()));
     }
     let existing = phones_of(ctx, &id).await?;
     if !existing.is_empty() {
@@ -27,7 +28,7 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
         .external_agent_id
         .clone()
         .ok_or_else(|| ApiError::upstream("the genie has no agent at the voice provider"))?;
-    let p = ctx.app.voice.provision_number(&agent, &row.name).await?;
+    let p = voice.provision_number(&agent, &row.name).await?;
     let (gid, pnum) = (id.clone(), p.clone());
     let stored = ctx
         .db()
@@ -56,7 +57,7 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
         })
         .await;
     if let Err(e) = stored {
-        cleanup_or_queue(&ctx.app, None, vec![p.external_id]).await;
+        cleanup_or_queue(&ctx.app, voice.name(), None, vec![p.external_id]).await;
         return Err(e);
     }
     let genie = reload_updated(&ctx.app, &id, &row.user_id).await?;
@@ -76,9 +77,10 @@ pub(super) async fn release_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<R
     if phones.is_empty() {
         return Err(ApiError::not_found("phone number"));
     }
+    let voice = voice_for(&ctx.app, &id).await?;
     for p in &phones {
         if let Some(ext) = &p.external_id {
-            ctx.app.voice.release_number(ext).await?;
+            voice.release_number(ext).await?;
         }
     }
     let ids: Vec<String> = phones.iter().map(|p| p.id.clone()).collect();

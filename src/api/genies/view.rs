@@ -21,7 +21,7 @@ impl PageChat {
     pub fn of(app: &crate::state::AppState) -> PageChat {
         PageChat {
             llm: app.llm.is_some(),
-            widget_provider: app.voice.name() == "elevenlabs",
+            widget_provider: app.voice.get("elevenlabs").is_some(),
         }
     }
 
@@ -30,6 +30,7 @@ impl PageChat {
     /// a rendered genie. Visitors of the page are only told the assistant can't chat.
     pub fn apply(self, g: &GenieRow, genie: &mut Value) {
         let widget = self.widget_provider
+            && genie["provider"] == json!("elevenlabs")
             && g.external_agent_id
                 .as_deref()
                 .is_some_and(|a| !a.is_empty());
@@ -77,7 +78,8 @@ pub fn full_genie(
     } else {
         None
     };
-    Ok(json!({
+    let provider = crate::db::genie_providers::get(c, &g.id)?;
+    let mut genie = json!({
         "id": g.id,
         "name": g.name,
         "description": g.description,
@@ -113,5 +115,9 @@ pub fn full_genie(
         "sort_order": g.sort_order,
         "created_at": g.created_at,
         "updated_at": g.updated_at,
-    }))
+    });
+    genie["provider"] = json!(provider.provider);
+    genie["provider_state"] = json!(provider.state);
+    genie["provider_error"] = json!(provider.error);
+    Ok(genie)
 }

@@ -47,6 +47,8 @@ struct LeadIn {
     primary_lead_id: Option<Option<i64>>,
     #[serde(default, with = "double_option")]
     is_decision_maker: Option<Option<bool>>,
+    #[serde(alias = "doNotCall")]
+    do_not_call: Option<bool>,
     #[serde(default, with = "double_option")]
     preferred_contact_method: Option<Option<String>>,
     #[serde(default, with = "double_option")]
@@ -151,6 +153,9 @@ fn lead_fields(b: &LeadIn, creating: bool) -> ApiResult<repo::Fields> {
             v.map(|b| SqlValue::from(b as i64))
                 .unwrap_or(SqlValue::Null),
         ));
+    }
+    if let Some(v) = b.do_not_call {
+        out.push(("do_not_call", SqlValue::from(v as i64)));
     }
     Ok(out)
 }

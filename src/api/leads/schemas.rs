@@ -67,6 +67,7 @@ pub(super) fn schema_lead_fields(g: &mut SchemaGenerator) -> Schema {
             "conversation_id": {"type": ["integer", "null"]},
             "primary_lead_id": {"type": ["integer", "null"]},
             "is_decision_maker": {"type": ["boolean", "null"]},
+            "do_not_call": {"type": "boolean"},
             "preferred_contact_method": {"enum": ["email", "phone", "sms", null]},
             "preferred_contact_time": text,
             "metadata": {"type": ["object", "null"]},

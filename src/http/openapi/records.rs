@@ -84,6 +84,8 @@ pub fn records() -> Map<String, Value> {
                 "phone": n("object"), "page": n("object"), "group": n("object"),
                 "documents": arr(t("object")), "owner": n("object"),
                 "sort_order": t("integer"), "created_at": time(), "updated_at": time(),
+                "provider": ns(), "provider_state": {"enum": ["in_sync", "pending", "failed"]},
+                "provider_error": ns(),
             }),
         ),
     );
@@ -144,7 +146,7 @@ pub fn records() -> Map<String, Value> {
                 "status": status, "priority": priority,
                 "budget": ns(), "timeline": ns(), "address": n("object"), "notes": ns(),
                 "assigned_to": ns(), "conversation_id": n("integer"),
-                "primary_lead_id": n("integer"), "is_decision_maker": n("boolean"),
+                "primary_lead_id": n("integer"), "is_decision_maker": n("boolean"), "do_not_call": b(),
                 "preferred_contact_method": lead_enum(&["email", "phone", "sms"]),
                 "preferred_contact_time": ns(), "metadata": n("object"),
                 "created_at": time(), "updated_at": ns(), "agent": n("object"),

@@ -3,8 +3,11 @@
 
 pub mod dns;
 pub mod elevenlabs;
+pub mod form;
 pub mod http_api;
 pub mod openai;
+pub mod retell;
 pub mod smtp;
 pub mod transcripts;
+pub mod vapi;
 pub mod website;
