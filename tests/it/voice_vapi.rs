@@ -30,6 +30,7 @@ pub fn spec() -> AgentSpec {
         silence_end_seconds: Some(20.0),
         turn_mode: Some("silence".into()),
         knowledge_base: vec![],
+        tools: vec![],
     }
 }
 
