@@ -473,6 +473,18 @@ fn build() -> Value {
     let mut schemas: Map<String, Value> = g.take_definitions(true).into_iter().collect();
     let login = g.subschema_for::<super::auth_routes::Login>().to_value();
     let refresh = g.subschema_for::<super::auth_routes::Refresh>().to_value();
+    let forgot = g
+        .subschema_for::<super::auth_routes::ForgotPassword>()
+        .to_value();
+    let reset = g
+        .subschema_for::<super::auth_routes::ResetPassword>()
+        .to_value();
+    let confirm = g
+        .subschema_for::<super::auth_routes::ConfirmEmail>()
+        .to_value();
+    let accept = g
+        .subschema_for::<super::auth_routes::AcceptInvitation>()
+        .to_value();
     schemas.extend(g.take_definitions(true));
     schemas.extend(envelope_schemas);
     schemas.insert(
@@ -580,6 +592,40 @@ fn build() -> Value {
                 "500": errors(&["500"])["500"],
             },
         }},
+        "/v1/auth/forgot-password": {"post": {
+            "operationId": "forgot_password", "tags": ["auth"], "security": [],
+            "summary": "Mail a one-time reset link; the same answer whether or not the address has an account",
+            "requestBody": json_body(forgot, true),
+            "responses": plain_responses("200", &["400", "408", "413", "429", "500"]),
+        }},
+        "/v1/auth/reset-password": {"post": {
+            "operationId": "reset_password", "tags": ["auth"], "security": [],
+            "summary": "Set a new password with a reset token; every session of the user is revoked",
+            "requestBody": json_body(reset, true),
+            "responses": plain_responses("200", &["400", "408", "413", "429", "500"]),
+        }},
+        "/v1/auth/confirm-email": {"post": {
+            "operationId": "confirm_email", "tags": ["auth"], "security": [],
+            "summary": "Finish an email change with the token mailed to the new address",
+            "requestBody": json_body(confirm, true),
+            "responses": plain_responses("200", &["400", "408", "409", "413", "429", "500"]),
+        }},
+        "/v1/auth/accept-invitation": {"post": {
+            "operationId": "accept_invitation", "tags": ["auth"], "security": [],
+            "summary": "Create the invited account with a password and sign it in",
+            "requestBody": json_body(accept, true),
+            "responses": {
+                "201": {"description": "The new account's token pair, `profile` and `team_id`",
+                        "content": {"application/json": {"schema": r("Tokens")}}},
+                "400": errors(&["400"])["400"], "409": errors(&["409"])["409"],
+                "429": errors(&["429"])["429"], "500": errors(&["500"])["500"],
+            },
+        }},
+        "/v1/auth/config": {"get": {
+            "operationId": "auth_config", "tags": ["auth"], "security": [],
+            "summary": "What the sign-in page offers: `{password_min_length, oidc: {enabled, authorize_url}}`",
+            "responses": plain_responses("200", &["500"]),
+        }},
         "/v1/openapi.json": {"get": {
             "operationId": "openapi", "tags": ["meta"], "security": [],
             "responses": {"200": {"description": "This document",
@@ -631,6 +677,18 @@ fn auth_responses(statuses: &[&str]) -> Value {
         "200".into(),
         json!({"description": "A new token pair",
                "content": {"application/json": {"schema": r("Tokens")}}}),
+    );
+    m.extend(errors(statuses));
+    Value::Object(m)
+}
+
+/// A success envelope with `status`, and the given error statuses.
+fn plain_responses(status: &str, statuses: &[&str]) -> Value {
+    let mut m = Map::new();
+    m.insert(
+        status.into(),
+        json!({"description": "Success envelope",
+               "content": {"application/json": {"schema": r("Success")}}}),
     );
     m.extend(errors(statuses));
     Value::Object(m)

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod accounts;
 mod activities;
 mod api_keys;
 mod architecture;
