@@ -288,3 +288,151 @@ pub async fn config(State(app): State<AppState>) -> Response {
         },
     }))
 }
+
+#[derive(Deserialize)]
+pub struct AuthorizeQuery {
+    console: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OidcExchange {
+    code: String,
+}
+
+fn oidc(app: &AppState) -> ApiResult<&crate::auth::oidc::Oidc> {
+    app.oidc
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("OpenID Connect sign-in (not configured)"))
+}
+
+fn see_other(to: &str) -> Response {
+    (
+        axum::http::StatusCode::SEE_OTHER,
+        [(axum::http::header::LOCATION, to.to_string())],
+    )
+        .into_response()
+}
+
+/// Starts an OpenID sign-in: a redirect to the provider. `?console=1` makes the callback
+/// end in the console instead of answering JSON.
+pub async fn oidc_authorize(
+    State(app): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    q: Result<axum::extract::Query<AuthorizeQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    async {
+        app.limits.check_login(addr.ip())?;
+        let oidc = oidc(&app)?;
+        let q = q.map_err(|e| ApiError::validation(e.body_text()))?;
+        let console = q
+            .console
+            .as_deref()
+            .is_some_and(|v| !v.is_empty() && v != "0");
+        let url = oidc.begin(console).await?;
+        Ok::<_, ApiError>(see_other(&url))
+    }
+    .await
+    .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Where the provider sends the browser back. Answers genied's token pair as JSON, or, for
+/// a sign-in the console started, redirects to `/console#oidc=<one-time code>`.
+pub async fn oidc_callback(
+    State(app): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    q: Result<axum::extract::Query<CallbackQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    async {
+        app.limits.check_login(addr.ip())?;
+        let oidc = oidc(&app)?;
+        let q = q.map_err(|e| ApiError::validation(e.body_text()))?.0;
+        if let Some(e) = q.error {
+            // The provider's own words, bounded: it is shown to the person signing in.
+            let d: String = q
+                .error_description
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            return Err(ApiError::new(
+                crate::error::Kind::InvalidCredentials,
+                format!("the identity provider did not sign you in: {e} {d}")
+                    .trim()
+                    .to_string(),
+            ));
+        }
+        let (Some(code), Some(state)) = (q.code, q.state) else {
+            return Err(ApiError::validation("code and state are required"));
+        };
+        let id = oidc.finish(&code, &state).await?;
+        let console = id.console;
+        let user = service::accounts::oidc_user(
+            &app,
+            service::accounts::OidcLogin {
+                issuer: id.issuer,
+                subject: id.subject,
+                email: id.email,
+                email_verified: id.email_verified,
+                name: id.name,
+                mapped_role: id.mapped_role,
+            },
+            Some(addr.ip().to_string()),
+        )
+        .await?;
+        if console {
+            let code = oidc.handoff(&user.id, user.role);
+            return Ok(see_other(&format!("/console#oidc={code}")));
+        }
+        let c = &app.config;
+        let pair = sessions::open(
+            &app.db,
+            &app.secrets.jwt_key,
+            &user.id,
+            user.role,
+            c.session_ttl_seconds,
+            c.refresh_ttl_seconds,
+        )
+        .await?;
+        Ok::<_, ApiError>(ok(json!(pair)))
+    }
+    .await
+    .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The console trades its one-time code (from the callback's redirect) for tokens.
+pub async fn oidc_exchange(
+    State(app): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Response {
+    async {
+        app.limits.check_login(addr.ip())?;
+        let oidc = oidc(&app)?;
+        let req: OidcExchange = body(&app, raw)?;
+        let (uid, role) = oidc.take_handoff(req.code.trim()).ok_or_else(|| {
+            ApiError::validation("code: unknown, expired or already used; sign in again")
+        })?;
+        let c = &app.config;
+        let pair = sessions::open(
+            &app.db,
+            &app.secrets.jwt_key,
+            &uid,
+            role,
+            c.session_ttl_seconds,
+            c.refresh_ttl_seconds,
+        )
+        .await?;
+        Ok::<_, ApiError>(ok(json!(pair)))
+    }
+    .await
+    .unwrap_or_else(IntoResponse::into_response)
+}

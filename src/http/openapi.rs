@@ -485,6 +485,9 @@ fn build() -> Value {
     let accept = g
         .subschema_for::<super::auth_routes::AcceptInvitation>()
         .to_value();
+    let oidc_exchange = g
+        .subschema_for::<super::auth_routes::OidcExchange>()
+        .to_value();
     schemas.extend(g.take_definitions(true));
     schemas.extend(envelope_schemas);
     schemas.insert(
@@ -625,6 +628,38 @@ fn build() -> Value {
             "operationId": "auth_config", "tags": ["auth"], "security": [],
             "summary": "What the sign-in page offers: `{password_min_length, oidc: {enabled, authorize_url}}`",
             "responses": plain_responses("200", &["500"]),
+        }},
+        "/v1/auth/oidc/authorize": {"get": {
+            "operationId": "oidc_authorize", "tags": ["auth"], "security": [],
+            "summary": "Redirect to the OpenID provider (PKCE, state, nonce); `?console=1` ends in the console",
+            "parameters": [{"name": "console", "in": "query", "required": false, "schema": {"type": "string"}}],
+            "responses": {
+                "303": {"description": "To the provider's authorization endpoint"},
+                "404": errors(&["404"])["404"], "429": errors(&["429"])["429"],
+                "502": errors(&["502"])["502"],
+            },
+        }},
+        "/v1/auth/oidc/callback": {"get": {
+            "operationId": "oidc_callback", "tags": ["auth"], "security": [],
+            "summary": "Where the provider sends the browser back: checks state, exchanges the code, validates the ID token, answers genied's token pair (or redirects to the console)",
+            "parameters": [
+                {"name": "code", "in": "query", "required": false, "schema": {"type": "string"}},
+                {"name": "state", "in": "query", "required": true, "schema": {"type": "string"}},
+            ],
+            "responses": {
+                "200": {"description": "A new token pair",
+                        "content": {"application/json": {"schema": r("Tokens")}}},
+                "303": {"description": "To `/console#oidc=<one-time code>` (sign-in started with `?console=1`)"},
+                "400": errors(&["400"])["400"], "401": errors(&["401"])["401"],
+                "403": errors(&["403"])["403"], "404": errors(&["404"])["404"],
+                "502": errors(&["502"])["502"],
+            },
+        }},
+        "/v1/auth/oidc/exchange": {"post": {
+            "operationId": "oidc_exchange", "tags": ["auth"], "security": [],
+            "summary": "Trade the console's one-time code for the token pair",
+            "requestBody": json_body(oidc_exchange, true),
+            "responses": auth_responses(&["400", "404", "429", "500"]),
         }},
         "/v1/openapi.json": {"get": {
             "operationId": "openapi", "tags": ["meta"], "security": [],

@@ -37,6 +37,7 @@ mod secrets;
 mod slow_clients;
 mod ssrf;
 mod teams;
+mod users;
 mod voice_collections;
 mod voice_elevenlabs;
 mod voices;

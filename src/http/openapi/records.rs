@@ -336,6 +336,7 @@ pub fn success_status(resource: &str, action: &str) -> &'static str {
         ("genies", "clone")
         | ("marketplace", "publish" | "install")
         | ("teams", "invite")
+        | ("users", "invite")
         | ("leads", "log")
         | ("worker-genies", "store-credential") => "201",
         (_, "create") => "201",
