@@ -153,7 +153,7 @@ pub struct Config {
     )]
     pub public_chat_rate_limit_per_minute: u32,
 
-    /// Hours a team invitation stays valid.
+    /// Hours a team or account invitation stays valid.
     #[arg(long, env = "GENIED_TEAM_INVITE_TTL_HOURS", default_value_t = 168)]
     pub team_invite_ttl_hours: u64,
 

@@ -14,7 +14,7 @@ use crate::service::accounts as service;
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ListUsers {
+pub(crate) struct UsersList {
     limit: Option<i64>,
     offset: Option<i64>,
     /// `active` or `disabled`; all when absent.
@@ -23,7 +23,7 @@ pub(crate) struct ListUsers {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct InviteUser {
+pub(crate) struct UsersInvite {
     email: String,
     /// `internal_admin`, `standard_user` (default) or `consumer`.
     role: Option<String>,
@@ -32,20 +32,20 @@ pub(crate) struct InviteUser {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct SetRole {
+pub(crate) struct UsersSetRole {
     role: String,
 }
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ListInvitations {
+pub(crate) struct UsersInvitations {
     /// `pending`, `accepted` or `revoked`; all when absent.
     status: Option<String>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct InvitationRef {
+pub(crate) struct UsersInvitationRef {
     #[serde(alias = "invitationId")]
     invitation_id: String,
 }
@@ -62,8 +62,8 @@ fn role(s: Option<&str>) -> ApiResult<Role> {
 }
 
 async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let q: UsersList = req.data()?;
     ctx.principal.require_admin()?;
-    let q: ListUsers = req.data()?;
     if let Some(s) = &q.status
         && s != "active"
         && s != "disabled"
@@ -86,8 +86,8 @@ async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 }
 
 async fn invite(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let body: UsersInvite = req.data()?;
     ctx.principal.require_admin()?;
-    let body: InviteUser = req.data()?;
     let role = role(body.role.as_deref())?;
     if let Some(n) = &body.full_name
         && n.chars().count() > 200
@@ -113,15 +113,15 @@ async fn invite(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 }
 
 async fn invitations(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let q: UsersInvitations = req.data()?;
     ctx.principal.require_admin()?;
-    let q: ListInvitations = req.data()?;
     let inv = service::invitations(&ctx.app, q.status).await?;
     Ok(Reply::ok(json!({"invitations": inv, "count": inv.len()})))
 }
 
 async fn revoke_invitation(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let body: UsersInvitationRef = req.data()?;
     ctx.principal.require_admin()?;
-    let body: InvitationRef = req.data()?;
     let id = parse_uuid(&body.invitation_id, "data.invitation_id")?;
     let inv = service::revoke_invitation(&ctx.app, &id).await?;
     let s = format!("revoked the invitation of {}", inv.email);
@@ -145,8 +145,8 @@ async fn enable(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 }
 
 async fn set_role(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let body: UsersSetRole = req.data()?;
     ctx.principal.require_admin()?;
-    let body: SetRole = req.data()?;
     let role = role(Some(&body.role))?;
     let u = service::set_role(&ctx.app, ctx.user_id(), &req.uuid()?, role).await?;
     let s = format!("made {} {}", u.user.email, role.as_str());
@@ -168,21 +168,21 @@ pub const RESOURCE: Resource = Resource {
     name: "users",
     list_action: "all",
     actions: &[
-        Action::read("all", handler!(list)).data(schema::<ListUsers>),
-        Action::read("list", handler!(list)).data(schema::<ListUsers>),
+        Action::read("all", handler!(list)).data(schema::<UsersList>),
+        Action::read("list", handler!(list)).data(schema::<UsersList>),
         Action::read("get", handler!(get)).id(),
         Action::write("invite", handler!(invite))
-            .data(schema::<InviteUser>)
+            .data(schema::<UsersInvite>)
             .conflict(),
-        Action::read("invitations", handler!(invitations)).data(schema::<ListInvitations>),
+        Action::read("invitations", handler!(invitations)).data(schema::<UsersInvitations>),
         Action::write("revoke-invitation", handler!(revoke_invitation))
-            .data(schema::<InvitationRef>)
+            .data(schema::<UsersInvitationRef>)
             .conflict(),
         Action::write("disable", handler!(disable)).id().conflict(),
         Action::write("enable", handler!(enable)).id().conflict(),
         Action::write("set-role", handler!(set_role))
             .id()
-            .data(schema::<SetRole>)
+            .data(schema::<UsersSetRole>)
             .conflict(),
         Action::write("delete", handler!(delete)).id().conflict(),
     ],

@@ -55,14 +55,24 @@ pub fn check_policy(password: &str, min_len: usize, context: &[&str]) -> Result<
         ));
     }
     // zxcvbn's own inputs: the parts of an email address count as words a guesser knows.
-    let mut words: Vec<&str> = Vec::new();
+    const SEPARATORS: [char; 6] = ['@', '.', ' ', '_', '-', '+'];
+    let mut owned: Vec<String> = Vec::new();
     for c in context {
-        words.push(c);
-        words.extend(
-            c.split(['@', '.', ' ', '_', '-', '+'])
-                .filter(|w| w.len() > 2),
+        owned.push(c.to_lowercase());
+        owned.extend(
+            c.split(SEPARATORS)
+                .filter(|w| w.len() > 2)
+                .map(str::to_lowercase),
         );
+        // "Jane Doe" and "jane.doe@…" also as "janedoe".
+        let local = c.split('@').next().unwrap_or_default();
+        owned.push(local.replace(SEPARATORS, "").to_lowercase());
     }
+    let words: Vec<&str> = owned
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !w.is_empty())
+        .collect();
     let e = zxcvbn::zxcvbn(password, &words);
     if u8::from(e.score()) < 3 {
         let hint = e
@@ -88,6 +98,7 @@ mod tests {
         assert!(check_policy("password1234", 12, &[]).is_err());
         assert!(check_policy("qwertyuiop123", 12, &[]).is_err());
         assert!(check_policy("alice.smith2024", 12, &["alice.smith@example.com"]).is_err());
+        assert!(check_policy("newperson1234", 12, &["new.person@example.test"]).is_err());
         assert!(check_policy(&"x".repeat(300), 12, &[]).is_err());
         assert!(check_policy("correct horse battery staple 42", 12, &[]).is_ok());
         assert!(check_policy("vT9#qL2!mZ8@pR4w", 12, &[]).is_ok());

@@ -212,7 +212,13 @@ pub async fn forgot_password(app: &AppState, email: &str, ip: Option<String>) ->
     tokio::spawn(async move {
         if let Err(e) = app
             .mail
-            .email_only(&u.id, &u.email, "Reset your genied password", &body)
+            .email_secret(
+                &u.id,
+                &u.email,
+                "Reset your genied password",
+                &body,
+                &body.replace(&token, "<token>"),
+            )
             .await
         {
             tracing::warn!(error = %e.message, "could not record the password reset mail");
@@ -353,11 +359,12 @@ pub async fn change_email(
     );
     let sent = app
         .mail
-        .email_only(
+        .email_secret(
             user_id,
             &email,
             "Confirm your new genied email address",
             &body,
+            &body.replace(&token, "<token>"),
         )
         .await?;
     if let Some(o) = sent.filter(|o| o.status != "sent") {
@@ -454,7 +461,13 @@ pub async fn invite(
     );
     let mail = match app
         .mail
-        .email_only(by, &email, "You are invited to genied", &body)
+        .email_secret(
+            by,
+            &email,
+            "You are invited to genied",
+            &body,
+            &body.replace(&token, "<token>"),
+        )
         .await?
     {
         None => "not_configured",

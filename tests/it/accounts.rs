@@ -245,6 +245,21 @@ async fn forgot_password_answers_alike_and_mails_a_one_time_hashed_token() {
         .unwrap();
     assert_eq!(plain, 0);
     assert_eq!(stored, genied::auth::keys::hash(&token));
+    // The mail log keeps the message without its link.
+    let t2 = token.clone();
+    let (logged, leaked): (i64, i64) = app
+        .state
+        .db
+        .read(move |c| {
+            Ok(c.query_row(
+                "SELECT COUNT(*), SUM(instr(body, ?1) > 0) FROM email_logs",
+                [&t2],
+                |r| Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!((logged, leaked), (1, 0));
 
     // A weak password is refused and leaves the token usable.
     let r = post(

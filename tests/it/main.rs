@@ -26,6 +26,7 @@ mod lead_notes;
 mod leads;
 mod marketplace;
 mod notifications;
+mod oidc;
 mod openapi;
 mod perf;
 mod profiles;

@@ -4,6 +4,7 @@
 pub mod dns;
 pub mod elevenlabs;
 pub mod http_api;
+pub mod oidc_issuer;
 pub mod openai;
 pub mod smtp;
 pub mod transcripts;
