@@ -196,6 +196,17 @@ pub fn take_token(
     Ok(found)
 }
 
+/// The user a token (of any purpose, spent or not) belongs to; the caller spends it with
+/// [`take_token`], which checks purpose, use and expiry.
+pub fn token_user(c: &Connection, token_hash: &str) -> rusqlite::Result<Option<String>> {
+    c.query_row(
+        "SELECT user_id FROM account_tokens WHERE token_hash = ?1",
+        [token_hash],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
 /// Marks every unused token of the user used (after a password change or reset).
 pub fn spend_tokens(c: &Connection, user_id: &str) -> rusqlite::Result<()> {
     c.execute(

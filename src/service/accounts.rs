@@ -240,14 +240,7 @@ pub async fn reset_password(
     let u = app
         .db
         .read(move |c| {
-            let uid: Option<String> = c
-                .query_row(
-                    "SELECT user_id FROM account_tokens WHERE token_hash = ?1",
-                    [&t2],
-                    |r| r.get(0),
-                )
-                .ok();
-            Ok(match uid {
+            Ok(match repo::token_user(c, &t2)? {
                 Some(uid) => db::users::get(c, &uid)?,
                 None => None,
             })
