@@ -91,6 +91,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             crate::workers::credentials::key_path(&config),
         ),
         mail: crate::mail::Mailer::from_config(&config, db.clone())?,
+        oidc: auth::oidc::Oidc::from_config(&config)?,
         config,
         db,
         secrets,

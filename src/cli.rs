@@ -100,9 +100,33 @@ pub enum AdminCmd {
         #[arg(long, env = "GENIED_ROLE", value_enum, default_value_t = Role::StandardUser)]
         role: Role,
         /// Password for `POST /v1/auth/login`; without one the user signs in with tokens
-        /// from `issue-token` only.
-        #[arg(long, env = "GENIED_PASSWORD")]
+        /// from `issue-token`, single sign-on, or a link from `reset-password`. It must pass
+        /// the password policy (see `--password-min-length`).
+        #[arg(long, env = "GENIED_PASSWORD", hide_env_values = true)]
         password: Option<String>,
+        /// Shortest password accepted (as `serve --password-min-length`).
+        #[arg(long, env = "GENIED_PASSWORD_MIN_LENGTH", default_value_t = 12, value_parser = clap::value_parser!(u16).range(8..=128))]
+        password_min_length: u16,
+    },
+    /// Print a one-time link with which a user sets a new password (forgotten password, a
+    /// user created without one, the first admin). Earlier links of the user stop working.
+    ResetPassword {
+        /// Email of the user.
+        #[arg(long, env = "GENIED_EMAIL")]
+        email: String,
+        /// The service's public base URL, which the link starts with (as `serve --public-url`).
+        #[arg(
+            long,
+            env = "GENIED_PUBLIC_URL",
+            default_value = "http://127.0.0.1:8080"
+        )]
+        public_url: String,
+        /// Minutes the link stays valid.
+        #[arg(long, env = "GENIED_PASSWORD_RESET_TTL_MINUTES", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=10080))]
+        ttl_minutes: u64,
+        /// Print `{"link", "token", "expires_in_minutes"}` as JSON.
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
     },
     /// Open a session for a user and print its access token.
     IssueToken {
@@ -248,10 +272,16 @@ pub fn admin(
             name,
             role,
             password,
+            password_min_length,
         } => {
             let email = email.trim().to_string();
             if !email.contains('@') || email.len() > 254 {
                 bail!("'{email}' is not an email address");
+            }
+            if let Some(p) = &password {
+                let context = [email.as_str(), name.as_deref().unwrap_or("")];
+                passwords::check_policy(p, usize::from(password_min_length), &context)
+                    .map_err(|why| anyhow::anyhow!("--password: {why}"))?;
             }
             let hash = password.as_deref().map(passwords::hash).transpose()?;
             let e2 = email.clone();
@@ -272,6 +302,47 @@ pub fn admin(
                 })
                 .map_err(api)?;
             print(&json!({"id": user.id, "email": user.email, "role": user.role}).to_string())
+        }
+        AdminCmd::ResetPassword {
+            email,
+            public_url,
+            ttl_minutes,
+            json,
+        } => {
+            let user = user_by_email(&db, &email)?;
+            let uid = user.id.clone();
+            let token = db
+                .write_blocking(move |c| {
+                    let t = service::accounts::create_token(
+                        c,
+                        &uid,
+                        db::accounts::PASSWORD_RESET,
+                        None,
+                        ttl_minutes,
+                    )?;
+                    db::activities::insert(
+                        c,
+                        &db::activities::NewActivity {
+                            user_id: &uid,
+                            resource: "auth",
+                            action: "admin-reset-password",
+                            record_id: Some(&uid),
+                            summary: "an operator printed a password reset link",
+                            ip: None,
+                        },
+                    )?;
+                    Ok(t)
+                })
+                .map_err(api)?;
+            let link = service::accounts::console_link(&public_url, "reset-password", &token);
+            if json {
+                print(
+                    &json!({"link": link, "token": token, "expires_in_minutes": ttl_minutes})
+                        .to_string(),
+                )
+            } else {
+                print(&link)
+            }
         }
         AdminCmd::IssueToken { email, ttl_seconds } => {
             if ttl_seconds == 0 {

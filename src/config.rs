@@ -159,7 +159,7 @@ pub struct Config {
     )]
     pub public_chat_rate_limit_per_minute: u32,
 
-    /// Hours a team invitation stays valid.
+    /// Hours a team or account invitation stays valid.
     #[arg(long, env = "GENIED_TEAM_INVITE_TTL_HOURS", default_value_t = 168)]
     pub team_invite_ttl_hours: u64,
 
@@ -290,6 +290,73 @@ pub struct Config {
     /// dashboard notifications.
     #[arg(long, env = "GENIED_SMTP_URL", hide_env_values = true)]
     pub smtp_url: Option<Secret>,
+
+    /// Shortest password accepted wherever a password is set (sign-up by invitation, change,
+    /// reset, `admin create-user`); passwords are also refused when zxcvbn finds them common
+    /// or guessable.
+    #[arg(long, env = "GENIED_PASSWORD_MIN_LENGTH", default_value_t = 12, value_parser = clap::value_parser!(u16).range(8..=128))]
+    pub password_min_length: u16,
+
+    /// Minutes a password-reset or email-change link stays valid.
+    #[arg(long, env = "GENIED_PASSWORD_RESET_TTL_MINUTES", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=10080))]
+    pub password_reset_ttl_minutes: u64,
+
+    /// Sign-in attempts, forgot-password and reset requests an hour allowed per email
+    /// address (whether or not it has an account) and per account; 0 turns it off. The
+    /// per-address limit of `--login-rate-limit-per-minute` applies as well.
+    #[arg(long, env = "GENIED_ACCOUNT_RATE_LIMIT_PER_HOUR", default_value_t = 20)]
+    pub account_rate_limit_per_hour: u32,
+
+    /// OpenID Connect sign-in: the provider's issuer URL (its discovery document is at
+    /// `<issuer>/.well-known/openid-configuration`). With it, `--oidc-client-id` is required.
+    #[arg(long, env = "GENIED_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// The client id genied is registered under at the OpenID provider.
+    #[arg(long, env = "GENIED_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client secret at the OpenID provider. Prefer the environment variable or
+    /// `--oidc-client-secret-file` to the flag: command lines are visible to other users.
+    #[arg(long, env = "GENIED_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<Secret>,
+
+    /// A file holding the OpenID client secret (surrounding whitespace ignored).
+    #[arg(
+        long,
+        env = "GENIED_OIDC_CLIENT_SECRET_FILE",
+        conflicts_with = "oidc_client_secret"
+    )]
+    pub oidc_client_secret_file: Option<PathBuf>,
+
+    /// Scopes requested besides `openid`, space- or comma-separated.
+    #[arg(long, env = "GENIED_OIDC_SCOPES", default_value = "email profile")]
+    pub oidc_scopes: String,
+
+    /// The ID-token claim the role mapping reads (a string or an array of strings).
+    #[arg(long, env = "GENIED_OIDC_ROLE_CLAIM", default_value = "groups")]
+    pub oidc_role_claim: String,
+
+    /// Claim values to roles, e.g. `genied-admins=internal_admin,staff=standard_user`; the
+    /// highest role matched wins and is applied at every sign-in. A user no value maps gets
+    /// `--oidc-default-role` when created and keeps their role otherwise.
+    #[arg(long, env = "GENIED_OIDC_ROLE_MAP", default_value = "")]
+    pub oidc_role_map: String,
+
+    /// Role of users created at their first OpenID sign-in when no claim value maps.
+    #[arg(long, env = "GENIED_OIDC_DEFAULT_ROLE", default_value = "standard_user", value_parser = ["internal_admin", "standard_user", "consumer"])]
+    pub oidc_default_role: String,
+
+    /// Create an account at the first OpenID sign-in of someone genied does not know;
+    /// without it they are refused (an admin invites them, or links them by email).
+    #[arg(long, env = "GENIED_OIDC_CREATE_USERS", default_value_t = false)]
+    pub oidc_create_users: bool,
+
+    /// Link a first OpenID sign-in to the existing account with the same email, when the
+    /// provider says the email is verified. Off by default: a provider that lets users set
+    /// any email would let them take over accounts.
+    #[arg(long, env = "GENIED_OIDC_LINK_BY_EMAIL", default_value_t = false)]
+    pub oidc_link_by_email: bool,
 
     /// Sender address of outgoing mail.
     #[arg(

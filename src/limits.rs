@@ -31,12 +31,17 @@ struct Bucket<K: std::hash::Hash + Eq + Clone> {
 impl<K: std::hash::Hash + Eq + Clone> Bucket<K> {
     fn new(per_minute: u32) -> Option<Self> {
         let n = NonZeroU32::new(per_minute)?;
-        let limiter = RateLimiter::keyed(Quota::per_minute(n))
-            .with_middleware::<StateInformationMiddleware>();
-        Some(Bucket {
-            limit: per_minute,
-            limiter,
-        })
+        Some(Self::with_quota(per_minute, Quota::per_minute(n)))
+    }
+
+    fn per_hour(per_hour: u32) -> Option<Self> {
+        let n = NonZeroU32::new(per_hour)?;
+        Some(Self::with_quota(per_hour, Quota::per_hour(n)))
+    }
+
+    fn with_quota(limit: u32, quota: Quota) -> Self {
+        let limiter = RateLimiter::keyed(quota).with_middleware::<StateInformationMiddleware>();
+        Bucket { limit, limiter }
     }
 
     fn check(&self, key: &K) -> Result<RateInfo, Limited> {
@@ -77,6 +82,10 @@ pub struct RateLimits {
     api_keys: Option<Bucket<String>>,
     users: Option<Bucket<String>>,
     logins: Option<Bucket<IpAddr>>,
+    /// Sign-in, forgot-password and reset attempts per email address or account (a
+    /// lower-cased address, or `user:<id>`), so that one account cannot be guessed at from
+    /// many addresses.
+    accounts: Option<Bucket<String>>,
 }
 
 impl RateLimits {
@@ -85,6 +94,7 @@ impl RateLimits {
             api_keys: Bucket::new(c.rate_limit_per_minute),
             users: Bucket::new(c.session_rate_limit_per_minute),
             logins: Bucket::new(c.login_rate_limit_per_minute),
+            accounts: Bucket::per_hour(c.account_rate_limit_per_hour),
         }
     }
 
@@ -103,6 +113,14 @@ impl RateLimits {
         }
     }
 
+    /// Counts one attempt against an email address or account (see `accounts`).
+    pub fn check_account(&self, key: &str) -> ApiResult<()> {
+        match self.accounts.as_ref().map(|b| b.check(&key.to_lowercase())) {
+            Some(Err(limited)) => Err(limited.error),
+            _ => Ok(()),
+        }
+    }
+
     /// Drops buckets that are full again, so memory tracks active callers only.
     pub fn shrink(&self) {
         if let Some(b) = &self.api_keys {
@@ -112,6 +130,9 @@ impl RateLimits {
             b.limiter.retain_recent();
         }
         if let Some(b) = &self.logins {
+            b.limiter.retain_recent();
+        }
+        if let Some(b) = &self.accounts {
             b.limiter.retain_recent();
         }
     }

@@ -137,6 +137,19 @@ impl Mailer {
         subject: &str,
         body: &str,
     ) -> ApiResult<Option<Outcome>> {
+        self.email_secret(user_id, to, subject, body, body).await
+    }
+
+    /// [`Self::email_only`] for a message that carries a secret (a one-time link): `body`
+    /// goes out, `logged` (the body with the secret left out) is what `email_logs` keeps.
+    pub async fn email_secret(
+        &self,
+        user_id: &str,
+        to: &str,
+        subject: &str,
+        body: &str,
+        logged: &str,
+    ) -> ApiResult<Option<Outcome>> {
         let Some(smtp) = &self.smtp else {
             return Ok(None);
         };
@@ -150,7 +163,7 @@ impl Mailer {
             user_id.to_string(),
             outcome.clone(),
             subject.to_string(),
-            body.to_string(),
+            logged.to_string(),
         );
         self.db
             .write(move |c| {

@@ -39,6 +39,8 @@ pub struct AppInner {
     pub mail: crate::mail::Mailer,
     /// Recent authentications (API keys, sessions), so hot callers skip the database.
     pub auth_cache: auth::AuthCache,
+    /// OpenID Connect sign-in, when `--oidc-issuer` is set.
+    pub oidc: Option<auth::oidc::Oidc>,
 }
 
 pub type AppState = Arc<AppInner>;

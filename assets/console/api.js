@@ -74,6 +74,26 @@ export async function login(email, password) {
   keep(pair);
 }
 
+/** Signs in with the token pair an account route answered (invitation, single sign-on). */
+export async function acceptInvitation(token, password, fullName) {
+  keep(await post('/v1/auth/accept-invitation', { token, password, ...(fullName ? { full_name: fullName } : {}) }));
+}
+
+/** Trades the one-time code the OpenID callback put in the URL fragment for tokens. */
+export async function oidcExchange(code) {
+  keep(await post('/v1/auth/oidc/exchange', { code }));
+}
+
+/** The signed-out account routes (reset a password, confirm an email). */
+export function accountPost(path, body) {
+  return post(path, body);
+}
+
+/** What the sign-in page offers (`{password_min_length, oidc: {enabled, authorize_url}}`). */
+export async function authConfig() {
+  return envelope(await fetch('/v1/auth/config', { credentials: 'omit', cache: 'no-store' }));
+}
+
 /** Exchanges the stored refresh token for a new pair; one exchange at a time. */
 export function refresh() {
   if (refreshing) return refreshing;

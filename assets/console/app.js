@@ -111,6 +111,66 @@ function signIn(notice) {
   mount(app, h('main', { id: 'main', class: 'center' }, form));
   email.focus();
   interactive();
+  // Single sign-on, when the service has an OpenID provider configured.
+  api.authConfig().then((c) => {
+    if (!c.oidc || !c.oidc.enabled || !form.isConnected) return;
+    form.querySelector('.actions').append(
+      h('a', { class: 'button', id: 'signin-oidc', href: c.oidc.authorize_url + '?console=1' }, 'Sign in with single sign-on'));
+  }, () => {});
+}
+
+/** The pages a mailed or printed link opens: `#reset-password=`, `#accept-invitation=`,
+ * `#confirm-email=` (tokens), and `#oidc=` (the single sign-on hand-off). The fragment is
+ * dropped from the address at once, so the token stays out of the history. */
+function accountLink() {
+  const m = /^#(reset-password|accept-invitation|confirm-email|oidc)=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (!m) return false;
+  history.replaceState(null, '', '/console');
+  const [, what, token] = m;
+  if (what === 'oidc') {
+    api.oidcExchange(token).then(boot, (e) => signIn(e.message));
+    return true;
+  }
+  if (what === 'confirm-email') {
+    api.accountPost('/v1/auth/confirm-email', { token })
+      .then((d) => signIn('Your email is now ' + d.profile.email + '. Sign in with it.'), (e) => signIn(e.message));
+    return true;
+  }
+  const invite = what === 'accept-invitation';
+  const name = invite ? input('full_name', '', { autocomplete: 'name' }) : null;
+  const password = input('password', '', { type: 'password', autocomplete: 'new-password', required: true });
+  const status = h('div', { id: 'account-status', 'aria-live': 'assertive' });
+  const submit = h('button', { type: 'submit', class: 'primary' }, invite ? 'Create my account' : 'Set the password');
+  const form = h('form', { class: 'signin card', id: 'account-form' },
+    h('h1', {}, 'genied'),
+    h('p', { class: 'muted' }, invite ? 'Choose your password to join.' : 'Choose a new password.'),
+    name ? field('Your name', name) : null,
+    field('New password (12 characters or more, not a common one)', password),
+    status,
+    h('div', { class: 'actions' }, submit));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    status.replaceChildren();
+    submit.disabled = true;
+    try {
+      if (invite) {
+        await api.acceptInvitation(token, password.value, name.value.trim());
+        await boot();
+      } else {
+        await api.accountPost('/v1/auth/reset-password', { token, new_password: password.value });
+        signIn('Your password is changed and every session was signed out. Sign in with the new password.');
+      }
+    } catch (e) {
+      status.append(errorBox(e));
+      password.focus();
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  mount(app, h('main', { id: 'main', class: 'center' }, form));
+  password.focus();
+  interactive();
+  return true;
 }
 
 /** Milliseconds from navigation start to the first usable page, for the browser tests. */
@@ -192,7 +252,9 @@ async function boot() {
   await render();
 }
 
-if (api.hasStoredSession()) {
+if (accountLink()) {
+  // A link's own page (or the single sign-on hand-off) comes first.
+} else if (api.hasStoredSession()) {
   api.refresh().then(boot, (e) => signIn(e.status === 401 ? 'Please sign in again.' : e.message));
 } else {
   signIn();

@@ -79,7 +79,7 @@ fi
 say "genied: user, genie, $LEADS leads"
 GD=$WORK/genied
 EMAIL=bench@example.test
-PASSWORD=bench-password-4242
+PASSWORD=Vq7t-k3Lw-pass-9xRz-perf
 start_genied() {
   "$BENCH" start --ready-url "http://127.0.0.1:$GENIED_PORT/readyz" --log "$WORK/genied-$1.log" -- \
     "$GENIED" --data-dir "$GD" serve --listen "127.0.0.1:$GENIED_PORT" \

@@ -20,6 +20,7 @@ pub mod notifications;
 pub mod profiles;
 pub mod qr_codes;
 pub mod teams;
+pub mod users;
 pub mod voice_collections;
 pub mod voices;
 pub mod webhooks;
@@ -58,6 +59,7 @@ pub const RESOURCES: &[&Resource] = &[
     &marketplace::RESOURCE,
     &profiles::RESOURCE,
     &teams::RESOURCE,
+    &users::RESOURCE,
     &activities::RESOURCE,
     &api_keys::RESOURCE,
     &worker_genies::RESOURCE,

@@ -6,8 +6,10 @@ use serde_json::{Value, json};
 
 use super::double_option;
 use super::{ActionRequest, Ctx, Reply, page};
+use crate::auth::sessions;
 use crate::db::{self, users::ProfileUpdate};
 use crate::error::{ApiError, ApiResult};
+use crate::service::{self, accounts::EmailChange};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -28,6 +30,76 @@ pub(crate) struct UpdateProfile {
 pub(crate) struct ListUsers {
     limit: Option<i64>,
     offset: Option<i64>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChangePassword {
+    current_password: String,
+    new_password: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChangeEmail {
+    new_email: String,
+    /// Required when the account has a password.
+    current_password: Option<String>,
+}
+
+/// Changes the caller's password; every session of theirs (this one too) is revoked, and the
+/// answer carries a new session so the caller stays signed in.
+async fn change_password(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let body: ChangePassword = req.data()?;
+    let revoked = service::accounts::change_password(
+        &ctx.app,
+        ctx.user_id(),
+        body.current_password,
+        body.new_password,
+    )
+    .await?;
+    let c = &ctx.app.config;
+    let pair = sessions::open(
+        ctx.db(),
+        &ctx.app.secrets.jwt_key,
+        ctx.user_id(),
+        ctx.principal.role,
+        c.session_ttl_seconds,
+        c.refresh_ttl_seconds,
+    )
+    .await?;
+    Ok(
+        Reply::ok(json!({"changed": true, "sessions_revoked": revoked, "session": pair}))
+            .record(ctx.user_id())
+            .summary(format!("changed the password; revoked {revoked} sessions")),
+    )
+}
+
+async fn change_email(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
+    let body: ChangeEmail = req.data()?;
+    match service::accounts::change_email(
+        &ctx.app,
+        ctx.user_id(),
+        &body.new_email,
+        body.current_password,
+    )
+    .await?
+    {
+        EmailChange::Changed(user) => {
+            let s = format!("changed the email to {}", user.email);
+            Ok(Reply::ok(json!({"status": "changed", "profile": user}))
+                .record(ctx.user_id())
+                .summary(s))
+        }
+        EmailChange::Pending { email, expires_at } => {
+            let s = format!("asked to change the email to {email} (confirmation mailed)");
+            Ok(Reply::ok(
+                json!({"status": "confirmation_sent", "email": email, "expires_at": expires_at}),
+            )
+            .record(ctx.user_id())
+            .summary(s))
+        }
+    }
 }
 
 async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -132,5 +204,19 @@ pub const RESOURCE: Resource = Resource {
             .optional_id()
             .data(schema::<UpdateProfile>)
             .conflict(),
+        Action::new(
+            "change-password",
+            Access::ConsumerWrite,
+            handler!(change_password),
+        )
+        .data(schema::<ChangePassword>),
+        Action::new(
+            "change-email",
+            Access::ConsumerWrite,
+            handler!(change_email),
+        )
+        .data(schema::<ChangeEmail>)
+        .conflict()
+        .upstream(),
     ],
 };

@@ -2,6 +2,7 @@
 //! `Principal` that reaches every handler; role checks live on `Principal` and nowhere else.
 
 pub mod keys;
+pub mod oidc;
 pub mod passwords;
 pub mod sessions;
 

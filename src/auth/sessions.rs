@@ -59,7 +59,7 @@ pub struct TokenPair {
     pub expires_in: u64,
 }
 
-fn random_token() -> String {
+pub fn random_token() -> String {
     let mut b = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut b);
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)

@@ -113,7 +113,7 @@ pub struct KeyOwner {
 pub fn find_by_hash(c: &Connection, key_hash: &str) -> rusqlite::Result<Option<KeyOwner>> {
     let mut st = c.prepare_cached(
         "SELECT k.id, k.user_id, u.role, k.status, k.last_used_at,
-                (SELECT epoch FROM auth_epoch WHERE id = 1)
+                (SELECT epoch FROM auth_epoch WHERE id = 1), u.disabled_at IS NOT NULL
          FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
     )?;
     st.query_row([key_hash], |r| {
@@ -123,7 +123,8 @@ pub fn find_by_hash(c: &Connection, key_hash: &str) -> rusqlite::Result<Option<K
             key_id: r.get(0)?,
             user_id: r.get(1)?,
             role: Role::parse(&role).unwrap_or(Role::Consumer),
-            active: status == "active",
+            // A disabled user's keys stop with them (V30).
+            active: status == "active" && !r.get::<_, bool>(6)?,
             last_used_at: r.get(4)?,
             epoch: r.get(5)?,
         })

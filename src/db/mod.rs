@@ -3,6 +3,7 @@
 //! goes through the single writer inside `BEGIN IMMEDIATE`, so SQLite never answers BUSY in
 //! the middle of a transaction.
 
+pub mod accounts;
 pub mod activities;
 pub mod api_keys;
 pub mod auth_epoch;

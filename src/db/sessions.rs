@@ -30,7 +30,7 @@ pub fn live_role(
     let mut st = c.prepare_cached(
         "SELECT u.role, (SELECT epoch FROM auth_epoch WHERE id = 1)
          FROM sessions s JOIN users u ON u.id = s.user_id
-         WHERE s.id = ?1 AND s.user_id = ?2 AND s.revoked_at IS NULL",
+         WHERE s.id = ?1 AND s.user_id = ?2 AND s.revoked_at IS NULL AND u.disabled_at IS NULL",
     )?;
     st.query_row([session_id, user_id], |r| {
         let role: String = r.get(0)?;
@@ -50,7 +50,8 @@ pub fn rotate_refresh(
     let found = c
         .query_row(
             "SELECT s.id, s.user_id, u.role FROM sessions s JOIN users u ON u.id = s.user_id
-             WHERE s.refresh_hash = ?1 AND s.revoked_at IS NULL AND s.refresh_expires_at > ?2",
+             WHERE s.refresh_hash = ?1 AND s.revoked_at IS NULL AND s.refresh_expires_at > ?2
+               AND u.disabled_at IS NULL",
             [old_hash, &now()],
             |r| {
                 Ok((

@@ -100,15 +100,17 @@ pub fn by_email(c: &Connection, email: &str) -> rusqlite::Result<Option<User>> {
     .optional()
 }
 
-/// The user and password hash for a sign-in attempt.
+/// The user, password hash and whether the account is disabled, for a sign-in attempt.
 pub fn credentials(
     c: &Connection,
     email: &str,
-) -> rusqlite::Result<Option<(User, Option<String>)>> {
+) -> rusqlite::Result<Option<(User, Option<String>, bool)>> {
     c.query_row(
-        &format!("SELECT {COLS}, password_hash FROM users WHERE email = ?1"),
+        &format!(
+            "SELECT {COLS}, password_hash, disabled_at IS NOT NULL FROM users WHERE email = ?1"
+        ),
         [email],
-        |r| Ok((from_row(r)?, r.get(9)?)),
+        |r| Ok((from_row(r)?, r.get(9)?, r.get(10)?)),
     )
     .optional()
 }

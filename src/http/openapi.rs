@@ -473,6 +473,21 @@ fn build() -> Value {
     let mut schemas: Map<String, Value> = g.take_definitions(true).into_iter().collect();
     let login = g.subschema_for::<super::auth_routes::Login>().to_value();
     let refresh = g.subschema_for::<super::auth_routes::Refresh>().to_value();
+    let forgot = g
+        .subschema_for::<super::auth_routes::ForgotPassword>()
+        .to_value();
+    let reset = g
+        .subschema_for::<super::auth_routes::ResetPassword>()
+        .to_value();
+    let confirm = g
+        .subschema_for::<super::auth_routes::ConfirmEmail>()
+        .to_value();
+    let accept = g
+        .subschema_for::<super::auth_routes::AcceptInvitation>()
+        .to_value();
+    let oidc_exchange = g
+        .subschema_for::<super::auth_routes::OidcExchange>()
+        .to_value();
     schemas.extend(g.take_definitions(true));
     schemas.extend(envelope_schemas);
     schemas.insert(
@@ -580,6 +595,72 @@ fn build() -> Value {
                 "500": errors(&["500"])["500"],
             },
         }},
+        "/v1/auth/forgot-password": {"post": {
+            "operationId": "forgot_password", "tags": ["auth"], "security": [],
+            "summary": "Mail a one-time reset link; the same answer whether or not the address has an account",
+            "requestBody": json_body(forgot, true),
+            "responses": plain_responses("200", &["400", "408", "413", "429", "500"]),
+        }},
+        "/v1/auth/reset-password": {"post": {
+            "operationId": "reset_password", "tags": ["auth"], "security": [],
+            "summary": "Set a new password with a reset token; every session of the user is revoked",
+            "requestBody": json_body(reset, true),
+            "responses": plain_responses("200", &["400", "408", "413", "429", "500"]),
+        }},
+        "/v1/auth/confirm-email": {"post": {
+            "operationId": "confirm_email", "tags": ["auth"], "security": [],
+            "summary": "Finish an email change with the token mailed to the new address",
+            "requestBody": json_body(confirm, true),
+            "responses": plain_responses("200", &["400", "408", "409", "413", "429", "500"]),
+        }},
+        "/v1/auth/accept-invitation": {"post": {
+            "operationId": "accept_invitation", "tags": ["auth"], "security": [],
+            "summary": "Create the invited account with a password and sign it in",
+            "requestBody": json_body(accept, true),
+            "responses": {
+                "201": {"description": "The new account's token pair, `profile` and `team_id`",
+                        "content": {"application/json": {"schema": r("Tokens")}}},
+                "400": errors(&["400"])["400"], "409": errors(&["409"])["409"],
+                "429": errors(&["429"])["429"], "500": errors(&["500"])["500"],
+            },
+        }},
+        "/v1/auth/config": {"get": {
+            "operationId": "auth_config", "tags": ["auth"], "security": [],
+            "summary": "What the sign-in page offers: `{password_min_length, oidc: {enabled, authorize_url}}`",
+            "responses": plain_responses("200", &["500"]),
+        }},
+        "/v1/auth/oidc/authorize": {"get": {
+            "operationId": "oidc_authorize", "tags": ["auth"], "security": [],
+            "summary": "Redirect to the OpenID provider (PKCE, state, nonce); `?console=1` ends in the console",
+            "parameters": [{"name": "console", "in": "query", "required": false, "schema": {"type": "string"}}],
+            "responses": {
+                "303": {"description": "To the provider's authorization endpoint"},
+                "404": errors(&["404"])["404"], "429": errors(&["429"])["429"],
+                "502": errors(&["502"])["502"],
+            },
+        }},
+        "/v1/auth/oidc/callback": {"get": {
+            "operationId": "oidc_callback", "tags": ["auth"], "security": [],
+            "summary": "Where the provider sends the browser back: checks state, exchanges the code, validates the ID token, answers genied's token pair (or redirects to the console)",
+            "parameters": [
+                {"name": "code", "in": "query", "required": false, "schema": {"type": "string"}},
+                {"name": "state", "in": "query", "required": true, "schema": {"type": "string"}},
+            ],
+            "responses": {
+                "200": {"description": "A new token pair",
+                        "content": {"application/json": {"schema": r("Tokens")}}},
+                "303": {"description": "To `/console#oidc=<one-time code>` (sign-in started with `?console=1`)"},
+                "400": errors(&["400"])["400"], "401": errors(&["401"])["401"],
+                "403": errors(&["403"])["403"], "404": errors(&["404"])["404"],
+                "502": errors(&["502"])["502"],
+            },
+        }},
+        "/v1/auth/oidc/exchange": {"post": {
+            "operationId": "oidc_exchange", "tags": ["auth"], "security": [],
+            "summary": "Trade the console's one-time code for the token pair",
+            "requestBody": json_body(oidc_exchange, true),
+            "responses": auth_responses(&["400", "404", "429", "500"]),
+        }},
         "/v1/openapi.json": {"get": {
             "operationId": "openapi", "tags": ["meta"], "security": [],
             "responses": {"200": {"description": "This document",
@@ -631,6 +712,18 @@ fn auth_responses(statuses: &[&str]) -> Value {
         "200".into(),
         json!({"description": "A new token pair",
                "content": {"application/json": {"schema": r("Tokens")}}}),
+    );
+    m.extend(errors(statuses));
+    Value::Object(m)
+}
+
+/// A success envelope with `status`, and the given error statuses.
+fn plain_responses(status: &str, statuses: &[&str]) -> Value {
+    let mut m = Map::new();
+    m.insert(
+        status.into(),
+        json!({"description": "Success envelope",
+               "content": {"application/json": {"schema": r("Success")}}}),
     );
     m.extend(errors(statuses));
     Value::Object(m)

@@ -45,7 +45,7 @@ done
 [ -n "$addr" ] || { echo "check.sh: server did not start in 60 s" >&2; cat "$work/server.log" >&2; exit 1; }
 base="http://$addr"
 
-"$bin" --data-dir "$work/data" admin create-user --email client@example.test --password 'client-check-Pw-1' >/dev/null
+"$bin" --data-dir "$work/data" admin create-user --email client@example.test --password 'typed-Pw-7qK2vX9m-check' >/dev/null
 token="$("$bin" --data-dir "$work/data" admin issue-token --email client@example.test)"
 
 "$venv/bin/python" - "$base/v1/openapi.json" "$work/openapi.json" <<'PY'

@@ -744,3 +744,87 @@ async fn the_console_reaches_the_smaller_actions_of_each_page() {
     let n = call("notifications", "unread-count", None, json!({})).await;
     assert_eq!(n.ok(200)["unread"], 0);
 }
+
+/// #21: the sign-in page offers single sign-on when an OpenID provider is configured, and a
+/// mailed reset link opens a page that sets the new password, after which the user signs in
+/// with it.
+#[tokio::test]
+async fn the_console_offers_single_sign_on_and_opens_reset_links() {
+    let issuer = crate::common::fakes::oidc_issuer::FakeIssuer::start("console", "secret").await;
+    let app = TestApp::spawn_with(|c| {
+        c.oidc_issuer = Some(issuer.issuer.clone());
+        c.oidc_client_id = Some("console".into());
+    })
+    .await;
+    let email = "reset.me@example.test";
+    let hash = genied::auth::passwords::hash("first-Secret-481-walnut").unwrap();
+    let uid = app
+        .state
+        .db
+        .write(move |c| {
+            Ok(genied::db::users::insert(
+                c,
+                email,
+                None,
+                genied::db::users::Role::StandardUser,
+                Some(&hash),
+            )?
+            .id)
+        })
+        .await
+        .unwrap();
+    let token = app
+        .state
+        .db
+        .write(move |c| {
+            Ok(genied::service::accounts::create_token(
+                c,
+                &uid,
+                genied::db::accounts::PASSWORD_RESET,
+                None,
+                60,
+            )?)
+        })
+        .await
+        .unwrap();
+
+    let browser = Browser::launch(&format!("{}/console", app.base)).await;
+    let mut page = browser.page(&format!("{}/console", app.base)).await;
+    let href = run_str(
+        &mut page,
+        r#"
+        await until(() => $('#signin-oidc'), 'the single sign-on button');
+        return $('#signin-oidc').getAttribute('href');
+    "#,
+    )
+    .await;
+    assert_eq!(href, "/v1/auth/oidc/authorize?console=1");
+
+    drop(page);
+    drop(browser);
+    // A mailed link opens a new browser window at the link.
+    let link = format!("{}/console#reset-password={token}", app.base);
+    let browser = Browser::launch(&link).await;
+    let mut page = browser.page(&link).await;
+    let notice = run_str(
+        &mut page,
+        r#"
+        await until(() => $('#account-form'), 'the reset form');
+        if (location.hash) throw new Error('the token stayed in the address: ' + location.href);
+        set($('#account-form [name=password]'), 'second-Secret-907-chestnut');
+        $('#account-form').requestSubmit();
+        await until(() => $('#signin'), 'the sign-in form');
+        return $('#signin .notice').innerText;
+    "#,
+    )
+    .await;
+    assert!(notice.contains("password is changed"), "{notice}");
+    let signed_in = run_str(&mut page, &format!(r#"
+        set($('#signin [name=email]'), {email});
+        set($('#signin [name=password]'), 'second-Secret-907-chestnut');
+        $('#signin').requestSubmit();
+        await until(() => ready() && $('#main h1') && $('#main h1').innerText === 'Genies', 'the genies page');
+        return $('.who').innerText;
+    "#, email = json!(email))).await;
+    assert!(signed_in.contains("reset.me@example.test"), "{signed_in}");
+}

@@ -72,6 +72,20 @@ const TABLE: &[Row] = &[
     r("profiles", "all", None, "{}", FB),
     r("profiles", "list", None, "{}", FB),
     Row { consumer: Some(Exp::Own(200)), ..r("profiles", "update", None, r#"{"full_name":"B"}"#, Exp::Own(200)) },
+    // Test users have no password: B's own change is refused before anything, consumers too.
+    Row { consumer: Some(VAL), ..r("profiles", "change-password", None, r#"{"current_password":"x","new_password":"violet-Kettle-93-orbit-Plum"}"#, VAL) },
+    Row { consumer: Some(VAL), ..r("profiles", "change-email", None, r#"{"new_email":"not an address"}"#, VAL) },
+    // users: internal admins only
+    r("users", "all", None, "{}", FB),
+    r("users", "list", None, "{}", FB),
+    r("users", "get", Some("$userA"), "{}", FB),
+    r("users", "invite", None, r#"{"email":"someone@example.test"}"#, FB),
+    r("users", "invitations", None, "{}", FB),
+    r("users", "revoke-invitation", None, r#"{"invitation_id":"$userA"}"#, FB),
+    r("users", "disable", Some("$userA"), "{}", FB),
+    r("users", "enable", Some("$userA"), "{}", FB),
+    r("users", "set-role", Some("$userA"), r#"{"role":"internal_admin"}"#, FB),
+    r("users", "delete", Some("$userA"), "{}", FB),
     // activities
     r("activities", "all", None, "{}", Exp::Own(200)),
     r("activities", "list", None, "{}", Exp::Own(200)),

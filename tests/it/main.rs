@@ -3,6 +3,7 @@
 
 mod common;
 
+mod accounts;
 mod activities;
 mod api_keys;
 mod architecture;
@@ -29,6 +30,7 @@ mod leads;
 mod live;
 mod marketplace;
 mod notifications;
+mod oidc;
 mod openapi;
 mod perf;
 mod profiles;
@@ -42,6 +44,7 @@ mod secrets;
 mod slow_clients;
 mod ssrf;
 mod teams;
+mod users;
 mod voice_collections;
 mod voice_elevenlabs;
 mod voice_retell;

@@ -819,3 +819,59 @@ async fn document_suits_typed_client_generators() {
         "#/components/schemas/Genie"
     );
 }
+
+/// The `users` answers (#21) match the schemas the document gives them.
+#[tokio::test]
+async fn users_answers_match_their_documented_schemas() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin().await;
+    let other = app.standard().await;
+    let doc = genied::http::openapi::document();
+    let t = &admin.token;
+    let check = |label: &str, op: &Value, resp: &Resp| {
+        let schema = response_schema(op, resp.status);
+        assert_ne!(
+            schema["$ref"], "#/components/schemas/Success",
+            "{label}: answer not typed"
+        );
+        if let Err(e) = conforms(doc, schema, &resp.body, "$") {
+            panic!("{label}: {e}\nbody: {}", resp.body);
+        }
+    };
+    let r = app.request(Method::GET, "/v1/users", Some(t), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    check("users list", operation(doc, "/v1/users", "get"), &r);
+    let r = app
+        .request(
+            Method::GET,
+            &format!("/v1/users/{}", other.id),
+            Some(t),
+            None,
+        )
+        .await;
+    check("users get", operation(doc, "/v1/users/{id}", "get"), &r);
+    let r = app
+        .call(
+            t,
+            "users",
+            "invite",
+            None,
+            json!({"email": "typed@example.test"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    check("users invite", operation(doc, "/v1/users", "post"), &r);
+    let r = app
+        .request(
+            Method::DELETE,
+            &format!("/v1/users/{}", other.id),
+            Some(t),
+            None,
+        )
+        .await;
+    check(
+        "users delete",
+        operation(doc, "/v1/users/{id}", "delete"),
+        &r,
+    );
+}

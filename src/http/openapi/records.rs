@@ -323,6 +323,45 @@ pub fn records() -> Map<String, Value> {
         ),
     );
     m.insert(
+        "Account".into(),
+        object(
+            &[
+                "id",
+                "email",
+                "role",
+                "status",
+                "has_password",
+                "identities",
+                "created_at",
+            ],
+            json!({
+                "id": s(), "email": s(), "full_name": ns(),
+                "role": {"enum": ["internal_admin", "standard_user", "consumer"]},
+                "avatar_url": ns(), "timezone": ns(), "preferences": any(),
+                "created_at": time(), "updated_at": time(),
+                "status": {"enum": ["active", "disabled"]}, "disabled_at": ns(),
+                "has_password": b(),
+                "identities": arr(object(&["issuer", "subject", "created_at"], json!({
+                    "issuer": s(), "subject": s(), "email": ns(), "created_at": time(),
+                    "last_login_at": ns(),
+                }))),
+            }),
+        ),
+    );
+    m.insert(
+        "AccountInvitation".into(),
+        object(
+            &["id", "email", "role", "status", "expires_at", "created_at"],
+            json!({
+                "id": s(), "email": s(), "full_name": ns(),
+                "role": {"enum": ["internal_admin", "standard_user", "consumer"]},
+                "status": {"enum": ["pending", "accepted", "revoked"]},
+                "invited_by": s(), "expires_at": time(), "created_at": time(),
+                "responded_at": ns(), "user_id": ns(),
+            }),
+        ),
+    );
+    m.insert(
         "Deleted".into(),
         object(
             &["id", "deleted"],
@@ -426,9 +465,23 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
         ("worker-genies", "list-credentials") => items("Credential"),
         ("qr-code", "all" | "list") => object(&["qr_codes"], json!({"qr_codes": arr(r("QrCode"))})),
         ("qr-code", "create" | "increment-download") => one("qr_code", "QrCode"),
+        ("users", "all" | "list") => page("users", r("Account"), "count"),
+        ("users", "get" | "disable" | "enable" | "set-role") => one("user", "Account"),
+        ("users", "invite") => object(
+            &["invitation", "token", "link", "mail"],
+            json!({"invitation": r("AccountInvitation"),
+                   "token": {"type": "string", "description": "Shown this once"},
+                   "link": t("string"),
+                   "mail": {"enum": ["sent", "failed", "not_configured"]}}),
+        ),
+        ("users", "invitations") => object(
+            &["invitations", "count"],
+            json!({"invitations": arr(r("AccountInvitation")), "count": count()}),
+        ),
+        ("users", "revoke-invitation") => one("invitation", "AccountInvitation"),
         (
             "api-keys" | "genies" | "knowledge-base" | "worker-genies" | "conversations"
-            | "qr-code" | "genie-tests",
+            | "qr-code" | "genie-tests" | "users",
             "delete",
         )
         | ("worker-genies", "delete-credential") => r("Deleted"),
@@ -453,6 +506,7 @@ pub fn success_status(resource: &str, action: &str) -> &'static str {
         ("genies", "clone")
         | ("marketplace", "publish" | "install")
         | ("teams", "invite")
+        | ("users", "invite")
         | ("leads", "log")
         | ("worker-genies", "store-credential") => "201",
         (_, "create") => "201",

@@ -9,6 +9,7 @@ pub mod browser;
 pub mod documents;
 pub mod fakes;
 pub mod fixtures;
+pub mod oidc_provider;
 pub mod process;
 
 use genied::Config;

@@ -5,6 +5,7 @@ pub mod dns;
 pub mod elevenlabs;
 pub mod form;
 pub mod http_api;
+pub mod oidc_issuer;
 pub mod openai;
 pub mod retell;
 pub mod smtp;

@@ -1,0 +1,390 @@
+//! Accounts beyond the profile (migration V30): password hashes, the disabled flag,
+//! one-time account tokens (password reset, email change; stored as hashes), account
+//! invitations, and identities at OpenID providers.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::Serialize;
+
+use super::users::{Role, User};
+use super::{new_id, now};
+
+/// A user as the admin `users` resource shows it: the profile, whether the account is
+/// disabled, whether it has a password, and the OpenID providers it is linked to.
+#[derive(Debug, Clone, Serialize)]
+pub struct Account {
+    #[serde(flatten)]
+    pub user: User,
+    pub status: &'static str,
+    pub disabled_at: Option<String>,
+    pub has_password: bool,
+    pub identities: Vec<Identity>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Identity {
+    pub issuer: String,
+    pub subject: String,
+    pub email: Option<String>,
+    pub created_at: String,
+    pub last_login_at: Option<String>,
+}
+
+/// `(disabled_at, has_password)` of a user.
+pub fn status(c: &Connection, user_id: &str) -> rusqlite::Result<Option<(Option<String>, bool)>> {
+    c.query_row(
+        "SELECT disabled_at, password_hash IS NOT NULL FROM users WHERE id = ?1",
+        [user_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+}
+
+pub fn account(c: &Connection, user_id: &str) -> rusqlite::Result<Option<Account>> {
+    let Some(user) = super::users::get(c, user_id)? else {
+        return Ok(None);
+    };
+    let (disabled_at, has_password) = status(c, user_id)?.unwrap_or((None, false));
+    Ok(Some(Account {
+        status: if disabled_at.is_some() {
+            "disabled"
+        } else {
+            "active"
+        },
+        disabled_at,
+        has_password,
+        identities: identities(c, user_id)?,
+        user,
+    }))
+}
+
+/// A page of accounts, oldest first; `status` filters on `active` / `disabled`.
+pub fn accounts(
+    c: &Connection,
+    status: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> rusqlite::Result<(Vec<Account>, i64)> {
+    let filter = match status {
+        Some("active") => "WHERE disabled_at IS NULL",
+        Some("disabled") => "WHERE disabled_at IS NOT NULL",
+        _ => "",
+    };
+    let ids: Vec<String> = c
+        .prepare(&format!(
+            "SELECT id FROM users {filter} ORDER BY created_at, id LIMIT ?1 OFFSET ?2"
+        ))?
+        .query_map([limit, offset], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let total = c.query_row(&format!("SELECT COUNT(*) FROM users {filter}"), [], |r| {
+        r.get(0)
+    })?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(a) = account(c, &id)? {
+            out.push(a);
+        }
+    }
+    Ok((out, total))
+}
+
+pub fn set_password(c: &Connection, user_id: &str, hash: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute(
+        "UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE id = ?1",
+        params![user_id, hash, now()],
+    )? == 1)
+}
+
+pub fn password_hash(c: &Connection, user_id: &str) -> rusqlite::Result<Option<String>> {
+    Ok(c.query_row(
+        "SELECT password_hash FROM users WHERE id = ?1",
+        [user_id],
+        |r| r.get::<_, Option<String>>(0),
+    )
+    .optional()?
+    .flatten())
+}
+
+pub fn set_email(c: &Connection, user_id: &str, email: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute(
+        "UPDATE users SET email = ?2, updated_at = ?3 WHERE id = ?1",
+        params![user_id, email, now()],
+    )? == 1)
+}
+
+/// Disables (`true`) or enables the user; false when there is no such user.
+pub fn set_disabled(c: &Connection, user_id: &str, disabled: bool) -> rusqlite::Result<bool> {
+    let at = disabled.then(now);
+    Ok(c.execute(
+        "UPDATE users SET disabled_at = ?2, updated_at = ?3 WHERE id = ?1",
+        params![user_id, at, now()],
+    )? == 1)
+}
+
+pub fn delete_user(c: &Connection, user_id: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute("DELETE FROM users WHERE id = ?1", [user_id])? == 1)
+}
+
+pub fn admin_count(c: &Connection) -> rusqlite::Result<i64> {
+    c.query_row(
+        "SELECT COUNT(*) FROM users WHERE role = 'internal_admin' AND disabled_at IS NULL",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// Revokes every live session of the user; returns how many. Each revocation bumps the
+/// authentication epoch (V10), so the revoked access tokens stop on their next request.
+pub fn revoke_sessions(c: &Connection, user_id: &str) -> rusqlite::Result<usize> {
+    c.execute(
+        "UPDATE sessions SET revoked_at = ?2, refresh_hash = NULL
+         WHERE user_id = ?1 AND revoked_at IS NULL",
+        [user_id, &now()],
+    )
+}
+
+// ---- one-time account tokens ----
+
+pub const PASSWORD_RESET: &str = "password_reset";
+pub const EMAIL_CHANGE: &str = "email_change";
+
+/// Stores a token's hash. Earlier unused tokens of the same purpose stop working, so only
+/// the newest link mailed or printed is valid.
+pub fn insert_token(
+    c: &Connection,
+    token_hash: &str,
+    user_id: &str,
+    purpose: &str,
+    new_email: Option<&str>,
+    expires_at: &str,
+) -> rusqlite::Result<()> {
+    let ts = now();
+    c.execute(
+        "UPDATE account_tokens SET used_at = ?3
+         WHERE user_id = ?1 AND purpose = ?2 AND used_at IS NULL",
+        params![user_id, purpose, ts],
+    )?;
+    c.execute(
+        "INSERT INTO account_tokens (token_hash, user_id, purpose, new_email, expires_at, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![token_hash, user_id, purpose, new_email, expires_at, ts],
+    )?;
+    Ok(())
+}
+
+/// Spends a token: when `token_hash` names an unused, unexpired token of `purpose`, marks it
+/// used and returns `(user_id, new_email)`.
+pub fn take_token(
+    c: &Connection,
+    token_hash: &str,
+    purpose: &str,
+) -> rusqlite::Result<Option<(String, Option<String>)>> {
+    let ts = now();
+    let found = c
+        .query_row(
+            "SELECT user_id, new_email FROM account_tokens
+             WHERE token_hash = ?1 AND purpose = ?2 AND used_at IS NULL AND expires_at > ?3",
+            params![token_hash, purpose, ts],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)),
+        )
+        .optional()?;
+    if found.is_some() {
+        c.execute(
+            "UPDATE account_tokens SET used_at = ?2 WHERE token_hash = ?1",
+            params![token_hash, ts],
+        )?;
+    }
+    Ok(found)
+}
+
+/// The user a token (of any purpose, spent or not) belongs to; the caller spends it with
+/// [`take_token`], which checks purpose, use and expiry.
+pub fn token_user(c: &Connection, token_hash: &str) -> rusqlite::Result<Option<String>> {
+    c.query_row(
+        "SELECT user_id FROM account_tokens WHERE token_hash = ?1",
+        [token_hash],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// Marks every unused token of the user used (after a password change or reset).
+pub fn spend_tokens(c: &Connection, user_id: &str) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE account_tokens SET used_at = ?2 WHERE user_id = ?1 AND used_at IS NULL",
+        [user_id, &now()],
+    )?;
+    Ok(())
+}
+
+// ---- account invitations ----
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Invitation {
+    pub id: String,
+    pub email: String,
+    pub role: Role,
+    pub full_name: Option<String>,
+    pub status: String,
+    pub invited_by: String,
+    pub expires_at: String,
+    pub created_at: String,
+    pub responded_at: Option<String>,
+    pub user_id: Option<String>,
+}
+
+const INV_COLS: &str =
+    "id, email, role, full_name, status, invited_by, expires_at, created_at, responded_at, user_id";
+
+fn inv_row(r: &Row) -> rusqlite::Result<Invitation> {
+    let role: String = r.get(2)?;
+    Ok(Invitation {
+        id: r.get(0)?,
+        email: r.get(1)?,
+        role: Role::parse(&role).unwrap_or(Role::Consumer),
+        full_name: r.get(3)?,
+        status: r.get(4)?,
+        invited_by: r.get(5)?,
+        expires_at: r.get(6)?,
+        created_at: r.get(7)?,
+        responded_at: r.get(8)?,
+        user_id: r.get(9)?,
+    })
+}
+
+/// A pending invitation; an earlier pending one to the same address is revoked.
+pub fn invite(
+    c: &Connection,
+    email: &str,
+    role: Role,
+    full_name: Option<&str>,
+    token_hash: &str,
+    invited_by: &str,
+    expires_at: &str,
+) -> rusqlite::Result<Invitation> {
+    let (id, ts) = (new_id(), now());
+    c.execute(
+        "UPDATE account_invitations SET status = 'revoked', responded_at = ?2
+         WHERE email = ?1 AND status = 'pending'",
+        params![email, ts],
+    )?;
+    c.execute(
+        "INSERT INTO account_invitations
+           (id, email, role, full_name, token_hash, status, invited_by, expires_at, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8)",
+        params![
+            id,
+            email,
+            role.as_str(),
+            full_name,
+            token_hash,
+            invited_by,
+            expires_at,
+            ts
+        ],
+    )?;
+    Ok(invitation(c, &id)?.expect("row just inserted"))
+}
+
+pub fn invitation(c: &Connection, id: &str) -> rusqlite::Result<Option<Invitation>> {
+    c.query_row(
+        &format!("SELECT {INV_COLS} FROM account_invitations WHERE id = ?1"),
+        [id],
+        inv_row,
+    )
+    .optional()
+}
+
+/// The pending, unexpired invitation a token names.
+pub fn live_invitation_by_hash(
+    c: &Connection,
+    token_hash: &str,
+) -> rusqlite::Result<Option<Invitation>> {
+    c.query_row(
+        &format!(
+            "SELECT {INV_COLS} FROM account_invitations
+             WHERE token_hash = ?1 AND status = 'pending' AND expires_at > ?2"
+        ),
+        [token_hash, &now()],
+        inv_row,
+    )
+    .optional()
+}
+
+pub fn invitations(c: &Connection, status: Option<&str>) -> rusqlite::Result<Vec<Invitation>> {
+    let mut st = c.prepare(&format!(
+        "SELECT {INV_COLS} FROM account_invitations
+         WHERE ?1 IS NULL OR status = ?1 ORDER BY created_at DESC, id DESC"
+    ))?;
+    st.query_map([status], inv_row)?.collect()
+}
+
+/// Moves a pending invitation to `status`; false when it was no longer pending.
+pub fn respond(
+    c: &Connection,
+    id: &str,
+    status: &str,
+    user_id: Option<&str>,
+) -> rusqlite::Result<bool> {
+    Ok(c.execute(
+        "UPDATE account_invitations SET status = ?2, responded_at = ?3, user_id = ?4
+         WHERE id = ?1 AND status = 'pending'",
+        params![id, status, now(), user_id],
+    )? == 1)
+}
+
+// ---- identities at OpenID providers ----
+
+pub fn identities(c: &Connection, user_id: &str) -> rusqlite::Result<Vec<Identity>> {
+    let mut st = c.prepare_cached(
+        "SELECT issuer, subject, email, created_at, last_login_at FROM user_identities
+         WHERE user_id = ?1 ORDER BY created_at",
+    )?;
+    st.query_map([user_id], |r| {
+        Ok(Identity {
+            issuer: r.get(0)?,
+            subject: r.get(1)?,
+            email: r.get(2)?,
+            created_at: r.get(3)?,
+            last_login_at: r.get(4)?,
+        })
+    })?
+    .collect()
+}
+
+/// The user linked to `(issuer, subject)`, recording the sign-in.
+pub fn identity_user(
+    c: &Connection,
+    issuer: &str,
+    subject: &str,
+) -> rusqlite::Result<Option<String>> {
+    let uid: Option<String> = c
+        .query_row(
+            "SELECT user_id FROM user_identities WHERE issuer = ?1 AND subject = ?2",
+            [issuer, subject],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if uid.is_some() {
+        c.execute(
+            "UPDATE user_identities SET last_login_at = ?3 WHERE issuer = ?1 AND subject = ?2",
+            params![issuer, subject, now()],
+        )?;
+    }
+    Ok(uid)
+}
+
+pub fn link_identity(
+    c: &Connection,
+    issuer: &str,
+    subject: &str,
+    user_id: &str,
+    email: Option<&str>,
+) -> rusqlite::Result<()> {
+    let ts = now();
+    c.execute(
+        "INSERT INTO user_identities (issuer, subject, user_id, email, created_at, last_login_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        params![issuer, subject, user_id, email, ts],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! The admin `users` resource (#21): list, invite (the account is created on acceptance,
+//! with a password that passes the policy), disable (refused at sign-in and on every request,
+//! API keys included), role change, delete with everything the user owned; team invitations
+//! to an address with no account create it too. Non-admins are refused.
+
+use crate::accounts::{GOOD, GOOD2, login, mails, post, token_in, user_with_password};
+use crate::common::fakes::smtp::FakeSmtp;
+use crate::common::*;
+use genied::db::users::Role;
+use reqwest::Method;
+use serde_json::json;
+
+#[tokio::test]
+async fn invitation_creates_the_account_on_acceptance() {
+    let smtp = FakeSmtp::start().await;
+    let app = TestApp::spawn_with(|c| {
+        c.smtp_url = Some(genied::config::Secret(smtp.url.clone()));
+    })
+    .await;
+    let admin = app.admin().await;
+    let std = app.standard().await;
+    app.call(
+        &std.token,
+        "users",
+        "invite",
+        None,
+        json!({"email": "x@example.test"}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+    app.call(
+        &admin.token,
+        "users",
+        "invite",
+        None,
+        json!({"email": "nope"}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    app.call(
+        &admin.token,
+        "users",
+        "invite",
+        None,
+        json!({"email": std.email}),
+    )
+    .await
+    .err(409, "CONFLICT");
+    let r = app
+        .call(
+            &admin.token,
+            "users",
+            "invite",
+            None,
+            json!({"email": "New.Person@Example.test", "role": "consumer", "full_name": "New Person"}),
+        )
+        .await;
+    let d = r.ok(201);
+    assert_eq!(d["invitation"]["email"], json!("new.person@example.test"));
+    assert_eq!(d["invitation"]["status"], json!("pending"));
+    assert_eq!(d["mail"], json!("sent"));
+    let token = d["token"].as_str().unwrap().to_string();
+    let m = mails(&smtp, 1).await;
+    assert_eq!(m[0].to, vec!["new.person@example.test".to_string()]);
+    assert_eq!(token_in(&m[0], "accept-invitation"), token);
+    // Listed without the token.
+    let l = app
+        .call(&admin.token, "users", "invitations", None, json!({}))
+        .await;
+    let l = l.ok(200);
+    assert_eq!(l["count"], json!(1));
+    assert!(!l.to_string().contains(&token));
+
+    // A weak password is refused and the invitation stays usable.
+    post(
+        &app,
+        "/v1/auth/accept-invitation",
+        json!({"token": token, "password": "password1234"}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    let r = post(
+        &app,
+        "/v1/auth/accept-invitation",
+        json!({"token": token, "password": GOOD}),
+    )
+    .await;
+    let d = r.ok(201);
+    assert_eq!(d["profile"]["email"], json!("new.person@example.test"));
+    assert_eq!(d["profile"]["role"], json!("consumer"));
+    assert_eq!(d["profile"]["full_name"], json!("New Person"));
+    let t = d["access_token"].as_str().unwrap();
+    app.call(t, "profiles", "get", None, json!({}))
+        .await
+        .ok(200);
+    login(&app, "new.person@example.test", GOOD).await.ok(200);
+    // Once only.
+    post(
+        &app,
+        "/v1/auth/accept-invitation",
+        json!({"token": token, "password": GOOD2}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    let l = app
+        .call(
+            &admin.token,
+            "users",
+            "invitations",
+            None,
+            json!({"status": "accepted"}),
+        )
+        .await;
+    assert_eq!(l.ok(200)["invitations"][0]["user_id"], d["profile"]["id"]);
+}
+
+#[tokio::test]
+async fn a_team_invitation_to_a_new_address_creates_the_account_and_joins() {
+    let app = TestApp::spawn().await;
+    let owner = app.standard().await;
+    let team = app
+        .call(
+            &owner.token,
+            "teams",
+            "create",
+            None,
+            json!({"name": "Crew"}),
+        )
+        .await;
+    let team_id = team.ok(201)["team"]["id"].as_str().unwrap().to_string();
+    let inv = app
+        .call(
+            &owner.token,
+            "teams",
+            "invite",
+            Some(json!(team_id)),
+            json!({"email": "fresh@example.test"}),
+        )
+        .await;
+    let token = inv.ok(201)["token"].as_str().unwrap().to_string();
+    let r = post(
+        &app,
+        "/v1/auth/accept-invitation",
+        json!({"token": token, "password": GOOD, "full_name": "Fresh"}),
+    )
+    .await;
+    let d = r.ok(201);
+    assert_eq!(d["team_id"], json!(team_id));
+    assert_eq!(d["profile"]["role"], json!("standard_user"));
+    let members = app
+        .call(
+            &owner.token,
+            "teams",
+            "members",
+            Some(json!(team_id)),
+            json!({}),
+        )
+        .await;
+    assert!(members.ok(200).to_string().contains("fresh@example.test"));
+}
+
+#[tokio::test]
+async fn disabled_users_are_refused_everywhere_until_enabled() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin().await;
+    let (uid, email) = user_with_password(&app, Role::StandardUser, GOOD).await;
+    let t = login(&app, &email, GOOD).await.ok(200)["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let u = User {
+        id: uid.clone(),
+        email: email.clone(),
+        role: Role::StandardUser,
+        token: t.clone(),
+    };
+    let key = app.api_key(&u).await;
+    app.call(&key, "genies", "list", None, json!({}))
+        .await
+        .ok(200);
+
+    app.call(
+        &admin.token,
+        "users",
+        "disable",
+        Some(json!(admin.id)),
+        json!({}),
+    )
+    .await
+    .err(409, "CONFLICT");
+    let r = app
+        .call(
+            &admin.token,
+            "users",
+            "disable",
+            Some(json!(uid)),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["user"]["status"], json!("disabled"));
+    app.call(&t, "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+    app.call(&key, "genies", "list", None, json!({}))
+        .await
+        .err(401, "KEY_NOT_FOUND");
+    login(&app, &email, GOOD).await.err(403, "FORBIDDEN");
+    // A wrong password still says only that the credentials are wrong.
+    login(&app, &email, GOOD2)
+        .await
+        .err(401, "INVALID_CREDENTIALS");
+
+    let l = app
+        .call(
+            &admin.token,
+            "users",
+            "list",
+            None,
+            json!({"status": "disabled"}),
+        )
+        .await;
+    let l = l.ok(200);
+    assert_eq!(l["count"], json!(1));
+    assert_eq!(l["users"][0]["id"], json!(uid));
+    assert!(!l.to_string().contains("password_hash"));
+
+    app.call(&admin.token, "users", "enable", Some(json!(uid)), json!({}))
+        .await
+        .ok(200);
+    login(&app, &email, GOOD).await.ok(200);
+    app.call(&key, "genies", "list", None, json!({}))
+        .await
+        .ok(200);
+}
+
+#[tokio::test]
+async fn role_change_and_delete_with_the_users_data() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin().await;
+    let u = app.standard().await;
+    insert_genie(&app, &u, "Theirs").await;
+    app.call(&u.token, "users", "list", None, json!({}))
+        .await
+        .err(403, "FORBIDDEN");
+    app.call(
+        &admin.token,
+        "users",
+        "set-role",
+        Some(json!(u.id)),
+        json!({"role": "root"}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    let r = app
+        .call(
+            &admin.token,
+            "users",
+            "set-role",
+            Some(json!(u.id)),
+            json!({"role": "consumer"}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["user"]["role"], json!("consumer"));
+    // The running session sees the new role at once: consumers cannot write.
+    app.call(
+        &u.token,
+        "genie-groups",
+        "create",
+        None,
+        json!({"name": "g"}),
+    )
+    .await
+    .err(403, "FORBIDDEN");
+
+    let g = app.count("genies").await;
+    let r = app
+        .request(
+            Method::DELETE,
+            &format!("/v1/users/{}", u.id),
+            Some(&admin.token),
+            None,
+        )
+        .await;
+    assert_eq!(r.ok(200)["deleted"], json!(true));
+    assert_eq!(app.count("genies").await, g - 1);
+    app.call(&u.token, "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+    app.call(&admin.token, "users", "get", Some(json!(u.id)), json!({}))
+        .await
+        .err(404, "NOT_FOUND");
+    app.call(
+        &admin.token,
+        "users",
+        "delete",
+        Some(json!(admin.id)),
+        json!({}),
+    )
+    .await
+    .err(409, "CONFLICT");
+}
