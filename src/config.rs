@@ -96,6 +96,13 @@ pub struct Config {
     #[arg(long, env = "GENIED_JOB_POLL_MS", default_value_t = 1000)]
     pub job_poll_ms: u64,
 
+    /// Seconds after which the job worker counts as stalled: a job has been due that long
+    /// and the worker has not looked for work or finished a job for that long either. A
+    /// stalled worker makes `/readyz` answer 503 (and `admin check` report it). Keep it
+    /// above the longest a single job may run (e.g. --extract-timeout-seconds).
+    #[arg(long, env = "GENIED_JOB_STALL_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    pub job_stall_seconds: u64,
+
     /// Base of the retry backoff for background jobs, in milliseconds: the n-th retry waits
     /// base × 2^n, at most an hour.
     #[arg(long, env = "GENIED_JOB_BACKOFF_BASE_MS", default_value_t = 1000)]
@@ -242,6 +249,12 @@ pub struct Config {
     /// dashboard notifications.
     #[arg(long, env = "GENIED_SMTP_URL", hide_env_values = true)]
     pub smtp_url: Option<Secret>,
+
+    /// Address (`host:port`) of a second listener that serves only `GET /metrics`, the
+    /// Prometheus text exposition of the service's metrics. Off when unset; metrics are then
+    /// not recorded at all.
+    #[arg(long, env = "GENIED_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
 
     /// Sender address of outgoing mail.
     #[arg(

@@ -109,6 +109,7 @@ async fn run_due_until(
         if finished == Finished::Dead {
             gave_up(app, &kind, &payload).await;
         }
+        app.worker_beat.beat();
         n += 1;
     }
     Ok(n)
@@ -118,14 +119,36 @@ async fn run_due_until(
 /// `job_poll_ms`, until shutdown.
 pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let poll = Duration::from_millis(app.config.job_poll_ms.max(10));
+    let mut written: Option<std::time::Instant> = None;
     loop {
+        app.worker_beat.beat();
+        if written.is_none_or(|w| w.elapsed() >= jobs::BEAT_EVERY) {
+            written = Some(std::time::Instant::now());
+            write_beat(&app, false).await;
+        }
         if let Err(e) = run_due_until(&app, Some(&shutdown)).await {
             tracing::error!(error = %e, "job worker");
         }
         tokio::select! {
             _ = app.jobs_notify.notified() => {}
             _ = tokio::time::sleep(poll) => {}
-            _ = shutdown.changed() => return,
+            _ = shutdown.changed() => {
+                // A clean stop: `admin check` tells it from a stall.
+                write_beat(&app, true).await;
+                return;
+            }
         }
+    }
+}
+
+/// Records the worker's last beat in the database, for `admin check` in another process.
+async fn write_beat(app: &AppState, stopped: bool) {
+    let at = crate::db::fmt_time(app.worker_beat.last());
+    let res = app
+        .db
+        .write(move |c| Ok(crate::db::telemetry::beat(c, &at, stopped)?))
+        .await;
+    if let Err(e) = res {
+        tracing::warn!(error = %e, "could not record the job worker's heartbeat");
     }
 }

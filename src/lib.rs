@@ -22,6 +22,7 @@ pub mod net;
 pub mod secrets;
 pub mod service;
 pub mod state;
+pub mod telemetry;
 pub mod voice;
 pub mod webhooks;
 pub mod worker_pool;

@@ -25,6 +25,7 @@ mod lead_notes;
 mod leads;
 mod marketplace;
 mod notifications;
+mod observability;
 mod openapi;
 mod perf;
 mod profiles;

@@ -1,0 +1,476 @@
+//! Observability (#20): the Prometheus listener. The metrics recorder is process-wide, so
+//! the exact counts are checked against the real binary (its own process, its own
+//! counters): known traffic, one scrape, every counter compared with what was sent.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::TestApp;
+use crate::common::fakes::openai::{API_KEY, Expect, FakeOpenAi};
+use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
+
+fn cli(data: &std::path::Path, args: &[&str]) -> String {
+    let out = process::output(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(data)
+            .arg("--create-data-dir")
+            .args(args),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// `genied serve` on free ports with metrics on; returns the guard, the API base and the
+/// metrics base.
+async fn serve(data: &std::path::Path, extra: &[&str]) -> (Proc, String, String) {
+    let (port, mport) = (free_port(), free_port());
+    let mut p = Proc::spawn(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--metrics-listen", &format!("127.0.0.1:{mport}")])
+            .args(["--allow-private-outbound", "--job-poll-ms", "20"])
+            .args(extra)
+            .arg("--data-dir")
+            .arg(data)
+            .env("GENIED_LOG_LEVEL", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&mut p, &base).await;
+    (p, base, format!("http://127.0.0.1:{mport}"))
+}
+
+/// The samples of a text exposition: `name{labels}` → value (labels as rendered).
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The value of the sample `name` whose labels are exactly `labels` (in any order).
+fn sample(all: &BTreeMap<String, f64>, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    all.iter().find_map(|(k, v)| {
+        let (n, rest) = k.split_once('{').unwrap_or((k.as_str(), "}"));
+        if n != name {
+            return None;
+        }
+        let mut got: Vec<String> = rest
+            .trim_end_matches('}')
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        let mut want: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        got.sort();
+        want.sort();
+        (got == want).then_some(*v)
+    })
+}
+
+#[tokio::test]
+async fn a_scrape_after_known_traffic_counts_it_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    cli(
+        data,
+        &["admin", "create-user", "--email", "ops@example.test"],
+    );
+    let token = cli(
+        data,
+        &["admin", "issue-token", "--email", "ops@example.test"],
+    );
+    let llm = FakeOpenAi::start(Expect::Any).await;
+    let (_p, base, mbase) = serve(
+        data,
+        &[
+            "--llm-base-url",
+            &llm.base,
+            "--llm-api-key",
+            API_KEY,
+            "--llm-model",
+            "fake-model",
+        ],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let call = |body: Value, auth: bool| {
+        let mut r = http.post(format!("{base}/v1")).json(&body);
+        if auth {
+            r = r.bearer_auth(&token);
+        }
+        async move {
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    for _ in 0..3 {
+        let (s, b) = call(json!({"resource": "genies", "action": "list"}), true).await;
+        assert_eq!(s, 200, "{b}");
+    }
+    for _ in 0..2 {
+        // A resource name a client made up never becomes a label.
+        let (s, _) = call(json!({"resource": "secret-x91", "action": "list"}), true).await;
+        assert_eq!(s, 400);
+    }
+    let (s, _) = call(json!({"resource": "genies", "action": "made-up-7"}), true).await;
+    assert_eq!(s, 400);
+    let (s, _) = call(json!({"resource": "genies", "action": "list"}), false).await;
+    assert_eq!(s, 401);
+    // The REST route of the same action counts under the same labels.
+    let r = http
+        .get(format!("{base}/v1/genies"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    for _ in 0..2 {
+        assert_eq!(
+            http.get(format!("{base}/healthz"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
+    }
+    // One LLM call: a conversation analysed by the model.
+    let (s, b) = call(
+        json!({"resource": "genies", "action": "create", "data": {"genieName": "Metered"}}),
+        true,
+    )
+    .await;
+    assert_eq!(s, 201, "{b}");
+    let genie = b["data"]["genie"]["id"].clone();
+    let (s, b) = call(
+        json!({"resource": "conversations", "action": "create", "data": {"genieId": genie,
+            "transcript": [{"role": "user", "message": "hello"}]}}),
+        true,
+    )
+    .await;
+    assert_eq!(s, 201, "{b}");
+    let conv = b["data"]["conversation"]["id"].clone();
+    let (s, b) = call(
+        json!({"resource": "conversations", "action": "analyze", "id": conv}),
+        true,
+    )
+    .await;
+    assert_eq!(s, 200, "{b}");
+    assert!(llm.problems().is_empty(), "{:?}", llm.problems());
+    assert_eq!(llm.requests().len(), 1);
+
+    // The API port does not serve the metrics; the metrics port serves nothing else.
+    assert_eq!(
+        http.get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    let other = http.get(format!("{mbase}/v1/genies")).send().await.unwrap();
+    assert_eq!(other.status(), 404);
+    let post = http.post(format!("{mbase}/metrics")).send().await.unwrap();
+    assert_eq!(post.status(), 405);
+
+    let resp = http.get(format!("{mbase}/metrics")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let text = resp.text().await.unwrap();
+    let all = samples(&text);
+    let req = |r: &str, a: &str, s: &str| {
+        sample(
+            &all,
+            "genied_http_requests_total",
+            &[("resource", r), ("action", a), ("status", s)],
+        )
+    };
+    assert_eq!(req("genies", "list", "200"), Some(4.0), "{text}");
+    assert_eq!(req("unknown", "unknown", "400"), Some(2.0), "{text}");
+    assert_eq!(req("genies", "unknown", "400"), Some(1.0), "{text}");
+    assert_eq!(req("genies", "list", "401"), Some(1.0), "{text}");
+    assert_eq!(req("http", "healthz", "200"), Some(2.0), "{text}");
+    assert_eq!(req("genies", "create", "201"), Some(1.0), "{text}");
+    assert_eq!(req("conversations", "analyze", "200"), Some(1.0), "{text}");
+    let dur = |r: &str, a: &str, s: &str| {
+        sample(
+            &all,
+            "genied_http_request_duration_seconds_count",
+            &[("resource", r), ("action", a), ("status", s)],
+        )
+    };
+    assert_eq!(dur("genies", "list", "2xx"), Some(4.0), "{text}");
+    assert_eq!(dur("genies", "list", "4xx"), Some(1.0), "{text}");
+    let model = [("model", "fake-model")];
+    assert_eq!(
+        sample(
+            &all,
+            "genied_llm_requests_total",
+            &[("model", "fake-model"), ("outcome", "ok")]
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&all, "genied_llm_request_duration_seconds_count", &model),
+        Some(1.0)
+    );
+    // The fake answers every call with usage 10 in, 5 out.
+    let tokens = |k: &str| {
+        sample(
+            &all,
+            "genied_llm_tokens_total",
+            &[("model", "fake-model"), ("kind", k)],
+        )
+    };
+    assert_eq!(tokens("input"), Some(10.0), "{text}");
+    assert_eq!(tokens("output"), Some(5.0), "{text}");
+    // The database figures: every write above went through the writer and committed.
+    assert!(sample(&all, "genied_db_commit_duration_seconds_count", &[]).unwrap_or(0.0) >= 3.0);
+    assert_eq!(
+        sample(&all, "genied_db_write_queue_depth", &[]),
+        Some(0.0),
+        "{text}"
+    );
+    // The analysed conversation is `done`: none is under way.
+    assert_eq!(
+        sample(&all, "genied_conversations_active", &[]),
+        Some(0.0),
+        "{text}"
+    );
+    // The process figures.
+    for name in ["process_resident_memory_bytes", "process_open_fds"] {
+        assert!(
+            sample(&all, name, &[]).is_some_and(|v| v > 0.0),
+            "{name}: {text}"
+        );
+    }
+    assert!(sample(&all, "process_cpu_seconds_total", &[]).is_some_and(|v| v >= 0.0));
+    // No id, token, e-mail address or made-up name is a label value.
+    for secret in [
+        token.as_str(),
+        "ops@example.test",
+        "secret-x91",
+        "made-up-7",
+    ] {
+        assert!(!text.contains(secret), "{secret} in the scrape");
+    }
+    for id in [&genie, &conv] {
+        assert!(!text.contains(id.as_str().unwrap()));
+    }
+}
+
+/// `genied admin check --json` on `data` with `extra` flags: exit status success, and the report.
+fn admin_check(data: &std::path::Path, extra: &[&str]) -> (bool, Value) {
+    let out = process::output(
+        Command::new(env!("CARGO_BIN_EXE_genied"))
+            .arg("--data-dir")
+            .arg(data)
+            .args(["admin", "check", "--json"])
+            .args(extra),
+    );
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.success(), report)
+}
+
+/// Polls `/readyz` until it answers `status`; returns the last body.
+async fn readyz_until(app: &TestApp, status: u16) -> Value {
+    let end = Instant::now() + DEADLINE;
+    loop {
+        let r = app.request(Method::GET, "/readyz", None, None).await;
+        if r.status == status {
+            return r.body;
+        }
+        assert!(
+            Instant::now() < end,
+            "/readyz stayed {}: {}",
+            r.status,
+            r.body
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Another process holds the database's write lock: `/readyz` answers 503 with the envelope
+/// (the service cannot take a write), `admin check` says the same and exits 1, and once the
+/// lock goes the service is ready again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_and_check_fail_while_the_database_cannot_be_written() {
+    let app = TestApp::spawn().await;
+    let r = app.request(Method::GET, "/readyz", None, None).await;
+    assert_eq!((r.status, &r.body), (200, &json!({"status": "ready"})));
+    let (ok, report) = admin_check(app.dir.path(), &[]);
+    assert!(ok, "{report}");
+    assert_eq!(report["database_writable"], json!(true));
+    assert_eq!(report["worker"]["state"], json!("running"), "{report}");
+
+    let lock = rusqlite::Connection::open(app.dir.path().join("genied.db")).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let r = app.request(Method::GET, "/readyz", None, None).await;
+    r.err(503, "SERVICE_UNAVAILABLE");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("database"),
+        "{}",
+        r.body
+    );
+    let (ok, report) = admin_check(app.dir.path(), &[]);
+    assert!(!ok);
+    assert_eq!(report["database_writable"], json!(false), "{report}");
+    assert!(
+        report["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("cannot be written"),
+        "{report}"
+    );
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    readyz_until(&app, 200).await;
+}
+
+/// The worker is held by a delivery to a receiver that never answers while another job falls
+/// due: past `--job-stall-seconds`, `/readyz` answers 503 naming the stalled worker, and
+/// `admin check` (another process, reading the heartbeat the service records) reports the
+/// same and exits 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_and_check_fail_when_the_job_worker_has_stalled() {
+    let (url, seen) = silent_receiver().await;
+    let app = TestApp::spawn_with(|c| {
+        c.job_stall_seconds = 1;
+        c.webhook_timeout_seconds = 600;
+    })
+    .await;
+    let u = app.standard().await;
+    app.call(
+        &u.token,
+        "webhooks",
+        "create",
+        None,
+        json!({"url": url, "event_types": ["genie.created"]}),
+    )
+    .await
+    .ok(201);
+    // Healthy so far: nothing is due.
+    readyz_until(&app, 200).await;
+    insert_genie_via_api(&app, &u).await;
+    let end = Instant::now() + DEADLINE;
+    while seen.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < end,
+            "the delivery never reached the receiver"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The worker is now inside the delivery; a job falls due behind it.
+    app.state
+        .db
+        .write(|c| {
+            Ok(genied::jobs::enqueue(
+                c,
+                "noop",
+                &json!({}),
+                Duration::ZERO,
+                None,
+            )?)
+        })
+        .await
+        .unwrap();
+    let body = readyz_until(&app, 503).await;
+    assert_eq!(body["success"], json!(false));
+    assert_eq!(body["error"]["code"], json!("SERVICE_UNAVAILABLE"));
+    assert_eq!(body["error"]["status"], json!(503));
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("stalled") && msg.contains("--job-stall-seconds"),
+        "{msg}"
+    );
+
+    let (ok, report) = admin_check(app.dir.path(), &["--job-stall-seconds", "1"]);
+    assert!(!ok, "{report}");
+    assert_eq!(report["worker"]["state"], json!("stalled"), "{report}");
+    assert!(report["worker"]["oldest_due_age_seconds"].as_i64().unwrap() >= 1);
+    assert!(
+        report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p.as_str().unwrap().contains("stalled")),
+        "{report}"
+    );
+    // The same data with a limit the wait has not reached: not stalled.
+    let (_, report) = admin_check(app.dir.path(), &["--job-stall-seconds", "3600"]);
+    assert_eq!(report["worker"]["state"], json!("running"), "{report}");
+}
+
+async fn insert_genie_via_api(app: &TestApp, u: &crate::common::User) {
+    app.call(
+        &u.token,
+        "genies",
+        "create",
+        None,
+        json!({"genieName": "Stall"}),
+    )
+    .await
+    .ok(201);
+}
+
+/// A receiver that reads a webhook delivery's head and never answers. Counts deliveries.
+async fn silent_receiver() -> (String, Arc<AtomicUsize>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = sock.read(&mut buf).await {
+                    if n == 0 {
+                        return;
+                    }
+                    head.extend_from_slice(&buf[..n]);
+                    if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        assert!(head.starts_with(b"POST /hook "), "a delivery is a POST");
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        break;
+                    }
+                }
+                while let Ok(n) = sock.read(&mut buf).await {
+                    if n == 0 {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
