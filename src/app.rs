@@ -73,6 +73,10 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             "removed document files no record names (left by a crash)"
         );
     }
+    let prices = match &config.llm_prices {
+        Some(path) => crate::prices::Prices::load(path)?,
+        None => crate::prices::Prices::default(),
+    };
     let voice = match voice {
         Some(v) => v,
         None => crate::voice::from_config(&config, &db)?,
@@ -81,7 +85,8 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         limits: RateLimits::new(&config),
         voice,
         net: Guarded::from_config(&config),
-        llm: Llm::from_config(&config),
+        llm: Llm::from_config(&config).map(|l| l.label_models(prices.models())),
+        prices,
         public_chat: ChatLimiter::new(config.public_chat_rate_limit_per_minute),
         workers: crate::worker_pool::Workers::new(
             &config,

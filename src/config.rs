@@ -136,6 +136,13 @@ pub struct Config {
     #[arg(long, env = "GENIED_LLM_MODEL", default_value = "gpt-4o-mini")]
     pub llm_model: String,
 
+    /// JSON file of LLM prices per model, per million tokens:
+    /// `{"currency": "USD", "models": {"<model>": {"input_per_million": 0.15,
+    /// "output_per_million": 0.6}}}`. Conversations record an estimated cost for models it
+    /// names; none is built in. Its models also become `model` label values of the metrics.
+    #[arg(long, env = "GENIED_LLM_PRICES")]
+    pub llm_prices: Option<PathBuf>,
+
     /// Seconds one LLM call may take.
     #[arg(long, env = "GENIED_LLM_TIMEOUT_SECONDS", default_value_t = 60)]
     pub llm_timeout_seconds: u64,

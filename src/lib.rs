@@ -19,6 +19,7 @@ pub mod limits;
 pub mod llm;
 pub mod mail;
 pub mod net;
+pub mod prices;
 pub mod secrets;
 pub mod service;
 pub mod state;

@@ -137,6 +137,14 @@ impl Llm {
         })
     }
 
+    /// Adds models (the price table's) whose names may be metric labels.
+    pub fn label_models<'a>(mut self, models: impl Iterator<Item = &'a str>) -> Llm {
+        let mut all = (*self.labelled_models).clone();
+        all.extend(models.map(str::to_string));
+        self.labelled_models = std::sync::Arc::new(all);
+        self
+    }
+
     /// `model` as a metric label: itself when the operator named it, else `other` (genies
     /// name their own models, which must not make label values unbounded).
     pub fn model_label<'a>(&self, model: &'a str) -> &'a str {

@@ -38,6 +38,8 @@ pub struct AppInner {
     pub mail: crate::mail::Mailer,
     /// Recent authentications (API keys, sessions), so hot callers skip the database.
     pub auth_cache: auth::AuthCache,
+    /// The operator's LLM price table (`--llm-prices`); empty without one.
+    pub prices: crate::prices::Prices,
     /// The job worker's last sign of life (see `jobs::Heartbeat`).
     pub worker_beat: crate::jobs::Heartbeat,
 }

@@ -6,6 +6,7 @@
 pub mod activities;
 pub mod api_keys;
 pub mod auth_epoch;
+pub mod conversation_figures;
 pub mod conversations;
 pub mod document_folders;
 pub mod documents;

@@ -5,6 +5,7 @@
 //! time; until then some operations still live in their `api/` action.
 
 pub mod api_keys;
+pub mod conversation_figures;
 pub mod conversations;
 pub mod documents;
 pub mod genies;

@@ -171,6 +171,7 @@ pub async fn chat(
                 / 1000.0
         })
         .unwrap_or(0.0);
+    let mut figures = None;
     let reply = match &app.llm {
         None => {
             if !WARNED_UNCONFIGURED.swap(true, Ordering::Relaxed) {
@@ -200,10 +201,24 @@ pub async fn chat(
                 temperature: genie.temperature,
                 max_tokens: genie.max_tokens,
             };
+            let started = std::time::Instant::now();
             let out = llm.chat(&req).await.map_err(|e| {
                 tracing::warn!(genie = %genie.id, error = %e, "public page chat: LLM call failed");
                 ApiError::upstream("the genie could not answer right now; try again")
             })?;
+            let ms = started.elapsed().as_millis() as i64;
+            figures = Some(super::conversation_figures::TurnFigures {
+                model: req.model.clone(),
+                first_token_ms: ms,
+                total_ms: ms,
+                tokens_in: out.usage.prompt_tokens,
+                tokens_out: out.usage.completion_tokens,
+                tool_calls: out
+                    .message
+                    .tool_calls
+                    .as_ref()
+                    .map_or(0, |t| t.len() as i64),
+            });
             let text = out.message.content.unwrap_or_default().trim().to_string();
             if text.is_empty() {
                 return Err(ApiError::upstream(
@@ -240,6 +255,7 @@ pub async fn chat(
         open.is_none(),
     );
     let duration = elapsed.round() as i64;
+    let app2 = app.clone();
     app.db
         .write(move |c| {
             if is_new {
@@ -258,6 +274,9 @@ pub async fn chat(
                 )?;
             } else {
                 store::update_chat(c, &id2, &text, duration)?;
+            }
+            if let Some(f) = &figures {
+                super::conversation_figures::record_in(c, &app2.prices, &id2, f)?;
             }
             Ok(())
         })

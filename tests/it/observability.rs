@@ -12,7 +12,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::TestApp;
-use crate::common::fakes::openai::{API_KEY, Expect, FakeOpenAi};
+use crate::common::fakes::openai::{API_KEY, Expect, FakeOpenAi, Turn};
 use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
 
 fn cli(data: &std::path::Path, args: &[&str]) -> String {
@@ -473,4 +473,180 @@ async fn silent_receiver() -> (String, Arc<AtomicUsize>) {
         }
     });
     (url, seen)
+}
+
+/// Page chat turns record their figures on the conversation, and `get` shows them: turns,
+/// duration, each LLM turn's latency, tokens (the endpoint's `usage`), tool calls, and the
+/// cost from the operator's price table.
+#[tokio::test]
+async fn conversation_get_shows_each_llm_turns_figures_and_its_cost() {
+    let llm = FakeOpenAi::start(Expect::Any).await;
+    let prices = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        prices.path(),
+        r#"{"currency": "EUR", "models": {"priced-model": {"input_per_million": 2.5, "output_per_million": 10}}}"#,
+    )
+    .unwrap();
+    let path = prices.path().to_path_buf();
+    let app = TestApp::spawn_with(|c| {
+        llm.configure(c);
+        c.llm_prices = Some(path);
+    })
+    .await;
+    let owner = app.standard().await;
+    let gid = crate::common::insert_genie_with(
+        &app,
+        &owner,
+        "Counter",
+        json!({"page_slug": "counter", "llm_model": "priced-model"}),
+    )
+    .await;
+    // The second answer takes at least 300 ms.
+    llm.push([
+        Turn::Answer("First answer."),
+        Turn::Slow(
+            Duration::from_millis(300),
+            Box::new(Turn::Answer("Second answer.")),
+        ),
+    ]);
+    let first = say(&app, "counter", None, "hello").await;
+    let conv = first.body["data"]["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let second = say(&app, "counter", Some(&conv), "and then?").await;
+    assert_eq!(
+        second.body["data"]["reply"],
+        json!("Second answer."),
+        "{}",
+        second.body
+    );
+    assert!(llm.problems().is_empty(), "{:?}", llm.problems());
+
+    let got = app
+        .call(
+            &owner.token,
+            "conversations",
+            "get",
+            Some(json!(conv)),
+            json!({}),
+        )
+        .await;
+    let f = &got.ok(200)["conversation"]["figures"];
+    assert_eq!(f["turns"], json!(4), "{f}");
+    let l = &f["llm"];
+    assert_eq!(l["calls"], json!(2));
+    // The fake answers every call with usage 10 in, 5 out.
+    assert_eq!(
+        (l["tokens_in"].clone(), l["tokens_out"].clone()),
+        (json!(20), json!(10))
+    );
+    assert_eq!(l["tool_calls"], json!(0));
+    let turns = l["per_turn"].as_array().unwrap();
+    assert_eq!(turns.len(), 2);
+    for t in turns {
+        assert_eq!(t["model"], json!("priced-model"));
+        // Not streamed: the first token arrives with the whole answer.
+        assert_eq!(t["first_token_ms"], t["total_ms"]);
+        assert_eq!(t["currency"], json!("EUR"));
+        // 10 × 2.5 + 5 × 10 = 75 millionths.
+        assert_eq!(t["cost"], json!(0.000075));
+    }
+    assert!(turns[1]["total_ms"].as_i64().unwrap() >= 300, "{l}");
+    assert_eq!(l["total_ms"]["max"], turns[1]["total_ms"]);
+    assert_eq!(
+        f["estimated_cost"],
+        json!({"amount": 0.00015, "currency": "EUR", "priced_turns": 2, "unpriced_turns": 0})
+    );
+    // Lists stay light: no figures there.
+    let list = app
+        .call(&owner.token, "conversations", "all", None, json!({}))
+        .await;
+    assert!(list.ok(200)["conversations"][0].get("figures").is_none());
+
+    // A model the table does not price: its turns are counted, no cost is invented.
+    crate::common::insert_genie_with(
+        &app,
+        &owner,
+        "Unpriced",
+        json!({"page_slug": "unpriced", "llm_model": "unknown-model"}),
+    )
+    .await;
+    let r = say(&app, "unpriced", None, "hi").await;
+    let conv2 = r.body["data"]["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let got = app
+        .call(
+            &owner.token,
+            "conversations",
+            "get",
+            Some(json!(conv2)),
+            json!({}),
+        )
+        .await;
+    let f = &got.ok(200)["conversation"]["figures"];
+    assert_eq!(f["estimated_cost"], Value::Null, "{f}");
+    assert_eq!(f["llm"]["per_turn"][0]["cost"], Value::Null);
+    assert_eq!(f["llm"]["tokens_in"], json!(10));
+    let _ = gid;
+}
+
+/// Posts one message to the page chat of `slug`.
+async fn say(
+    app: &TestApp,
+    slug: &str,
+    conversation: Option<&str>,
+    message: &str,
+) -> crate::common::Resp {
+    let body = json!({"conversation_id": conversation, "message": message}).to_string();
+    app.raw(
+        Method::POST,
+        &format!("/g/{slug}/chat"),
+        &[("content-type", "application/json")],
+        body,
+    )
+    .await
+}
+
+/// A bad price table stops `serve` before it listens, with one line naming the file and
+/// the problem.
+#[test]
+fn serve_refuses_a_bad_price_table_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prices.json");
+    let cases: [(Option<&str>, &str); 4] = [
+        (None, "cannot read it"),
+        (Some("not json"), "not a price table"),
+        (
+            Some(r#"{"models": {"m": {"input_per_million": -1, "output_per_million": 2}}}"#),
+            "models.m.input_per_million must be a number of at least 0",
+        ),
+        (
+            Some(r#"{"models": {"m": {"input_per_million": 1, "output": 2}}}"#),
+            "unknown field `output`",
+        ),
+    ];
+    for (content, want) in cases {
+        let _ = std::fs::remove_file(&file);
+        if let Some(c) = content {
+            std::fs::write(&file, c).unwrap();
+        }
+        let out = process::output(
+            Command::new(env!("CARGO_BIN_EXE_genied"))
+                .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
+                .arg("--llm-prices")
+                .arg(&file)
+                .arg("--data-dir")
+                .arg(dir.path().join("data")),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("--llm-prices") && err.contains(want),
+            "{want}: {err}"
+        );
+        assert!(err.contains(&file.display().to_string()), "{err}");
+    }
 }

@@ -179,6 +179,11 @@ pub fn records() -> Map<String, Value> {
                 "analysis": any(), "metadata": any(), "tags": any(),
                 "created_at": time(), "updated_at": time(),
                 "transcript": {"description": "Only in get, create, update and analyze answers"},
+                "figures": {
+                    "description": "With the transcript: turns, duration_seconds, llm {calls, first_token_ms {avg, max}, total_ms {avg, max}, tokens_in, tokens_out, tool_calls, per_turn}, estimated_cost {amount, currency, priced_turns, unpriced_turns} or null",
+                    "type": "object",
+                    "required": ["turns", "duration_seconds", "llm", "estimated_cost"],
+                },
             }),
         ),
     );
