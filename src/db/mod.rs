@@ -4,6 +4,7 @@
 //! the middle of a transaction.
 
 pub mod activities;
+pub mod analytics;
 pub mod api_keys;
 pub mod auth_epoch;
 pub mod conversation_figures;

@@ -4,6 +4,7 @@
 //! request or a `Ctx`, and import neither `api` nor `http`. Resources move here one at a
 //! time; until then some operations still live in their `api/` action.
 
+pub mod analytics;
 pub mod api_keys;
 pub mod conversation_figures;
 pub mod conversations;

@@ -650,3 +650,258 @@ fn serve_refuses_a_bad_price_table_with_a_clear_error() {
         assert!(err.contains(&file.display().to_string()), "{err}");
     }
 }
+
+/// Inserts a conversation row as the service stores them (the rollup triggers run as for
+/// any write).
+async fn seed_conversation(
+    app: &TestApp,
+    user: &str,
+    genie: &str,
+    started: &str,
+    duration: i64,
+    analysis: Option<Value>,
+) -> String {
+    let (id, user, genie, started) = (
+        uuid::Uuid::now_v7().to_string(),
+        user.to_string(),
+        genie.to_string(),
+        started.to_string(),
+    );
+    let id2 = id.clone();
+    app.state
+        .db
+        .write(move |c| {
+            c.execute(
+                "INSERT INTO conversations (id, user_id, genie_id, channel, status, started_at,
+                     duration_seconds, analysis, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, 'phone', 'done', ?4, ?5, ?6, ?4, ?4)",
+                rusqlite::params![
+                    id2,
+                    user,
+                    genie,
+                    started,
+                    duration,
+                    analysis.map(|a| a.to_string())
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    id
+}
+
+async fn seed_lead(app: &TestApp, user: &str, genie: &str, created: &str, status: &str) {
+    let (user, genie, created, status) = (
+        user.to_string(),
+        genie.to_string(),
+        created.to_string(),
+        status.to_string(),
+    );
+    app.state
+        .db
+        .write(move |c| {
+            c.execute(
+                "INSERT INTO leads (agent_id, user_id, name, status, created_at) VALUES (?1, ?2, 'L', ?3, ?4)",
+                rusqlite::params![genie, user, status, created],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
+/// Analytics against seeded data with known answers: the owner's overview and series,
+/// narrowed to a genie, the admins' all-users view, refusals, and the rollups following a
+/// delete made through the API.
+#[tokio::test]
+async fn analytics_answers_known_figures_from_seeded_data() {
+    let prices = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        prices.path(),
+        r#"{"currency": "EUR", "models": {"m1": {"input_per_million": 1, "output_per_million": 2}}}"#,
+    )
+    .unwrap();
+    let path = prices.path().to_path_buf();
+    let app = TestApp::spawn_with(|c| c.llm_prices = Some(path)).await;
+    let (a, b, admin) = (
+        app.standard().await,
+        app.standard().await,
+        app.admin().await,
+    );
+    let g1 = crate::common::insert_genie(&app, &a, "One").await;
+    let g2 = crate::common::insert_genie(&app, &a, "Two").await;
+    let g3 = crate::common::insert_genie(&app, &b, "Three").await;
+    let good = Some(json!({"sentiment": "positive", "intent": "purchase"}));
+    let bad = Some(json!({"sentiment": "negative", "intent": "support"}));
+    let fine = Some(json!({"sentiment": "neutral", "intent": "booking"}));
+    seed_conversation(&app, &a.id, &g1, "2026-01-10T09:15:00.000Z", 60, good).await;
+    let c2 = seed_conversation(&app, &a.id, &g1, "2026-01-10T09:45:00.000Z", 120, bad).await;
+    seed_conversation(&app, &a.id, &g1, "2026-01-10T11:05:00.000Z", 30, None).await;
+    let c4 = seed_conversation(&app, &a.id, &g2, "2026-01-11T08:00:00.000Z", 90, fine).await;
+    seed_conversation(&app, &a.id, &g1, "2026-02-01T08:00:00.000Z", 999, None).await;
+    seed_conversation(&app, &b.id, &g3, "2026-01-10T09:30:00.000Z", 600, None).await;
+    // One LLM turn on c4: 1000 × 1 + 500 × 2 = 2000 millionths.
+    let st = app.state.clone();
+    app.state
+        .db
+        .write(move |c| {
+            let f = genied::service::conversation_figures::TurnFigures {
+                model: "m1".into(),
+                first_token_ms: 40,
+                total_ms: 90,
+                tokens_in: 1000,
+                tokens_out: 500,
+                tool_calls: 1,
+            };
+            Ok(genied::service::conversation_figures::record_in(
+                c, &st.prices, &c4, &f,
+            )?)
+        })
+        .await
+        .unwrap();
+    seed_lead(&app, &a.id, &g1, "2026-01-10T10:00:00.000Z", "new").await;
+    seed_lead(&app, &a.id, &g1, "2026-01-10T12:00:00.000Z", "converted").await;
+    seed_lead(&app, &a.id, &g2, "2026-01-11T09:00:00.000Z", "qualified").await;
+    seed_lead(&app, &b.id, &g3, "2026-01-10T09:00:00.000Z", "converted").await;
+
+    let range = json!({"from": "2026-01-10T00:00:00Z", "to": "2026-01-11T23:59:59Z"});
+    let overview = |user: &crate::common::User, data: Value| {
+        let (app, token) = (&app, user.token.clone());
+        async move { app.call(&token, "analytics", "overview", None, data).await }
+    };
+    let r = overview(&a, json!({"dateRange": range})).await;
+    assert_eq!(
+        r.ok(200)["overview"],
+        json!({
+            "from": "2026-01-10T00:00:00.000Z", "to": "2026-01-11T23:59:59.999Z", "genie_id": null,
+            "conversations": 4, "average_duration_seconds": 75.0, "analyzed": 3, "successes": 2,
+            "success_rate": 0.6667,
+            "leads": {"total": 3, "by_status": {"converted": 1, "new": 1, "qualified": 1},
+                      "converted": 1, "conversion_rate": 0.3333},
+            "llm": {"tokens_in": 1000, "tokens_out": 500,
+                    "estimated_cost": {"amount": 0.002, "currency": "EUR"}},
+        })
+    );
+    let r = overview(&a, json!({"dateRange": range, "genie_id": g1})).await;
+    let o = &r.ok(200)["overview"];
+    assert_eq!(
+        (
+            o["conversations"].clone(),
+            o["average_duration_seconds"].clone(),
+            o["success_rate"].clone()
+        ),
+        (json!(3), json!(70.0), json!(0.5))
+    );
+    assert_eq!(o["leads"]["total"], json!(2));
+    assert_eq!(o["leads"]["conversion_rate"], json!(0.5));
+    // Admins see everyone's with adminMode, their own without.
+    let r = overview(&admin, json!({"dateRange": range, "adminMode": true})).await;
+    let o = &r.ok(200)["overview"];
+    assert_eq!(o["conversations"], json!(5));
+    assert_eq!(o["leads"]["total"], json!(4));
+    assert_eq!(o["leads"]["conversion_rate"], json!(0.5));
+    let r = overview(&admin, json!({"dateRange": range})).await;
+    assert_eq!(r.ok(200)["overview"]["conversations"], json!(0));
+    // Another user's genie reads as absent; adminMode is for admins.
+    overview(&a, json!({"dateRange": range, "genie_id": g3}))
+        .await
+        .err(404, "AGENT_NOT_FOUND");
+    overview(&a, json!({"adminMode": true}))
+        .await
+        .err(403, "FORBIDDEN");
+
+    let series = |data: Value| {
+        let (app, token) = (&app, a.token.clone());
+        async move {
+            let r = app
+                .call(&token, "analytics", "timeseries", None, data)
+                .await;
+            let points = r.ok(200)["timeseries"]["points"].clone();
+            points
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p["t"].as_str().unwrap().to_string(), p["value"].clone()))
+                .collect::<Vec<_>>()
+        }
+    };
+    let hours = json!({"from": "2026-01-10T08:00:00Z", "to": "2026-01-10T12:30:00Z"});
+    let got =
+        series(json!({"metric": "conversations", "interval": "hour", "dateRange": hours})).await;
+    assert_eq!(
+        got,
+        [(8, 0), (9, 2), (10, 0), (11, 1), (12, 0)]
+            .map(|(h, v)| (format!("2026-01-10T{h:02}:00:00.000Z"), json!(v)))
+            .to_vec()
+    );
+    let days = |metric: &str| json!({"metric": metric, "interval": "day", "dateRange": range});
+    let values = |pts: Vec<(String, Value)>| pts.into_iter().map(|p| p.1).collect::<Vec<_>>();
+    let got = series(days("success_rate")).await;
+    assert_eq!(got[0].0, "2026-01-10T00:00:00.000Z");
+    assert_eq!(values(got), [json!(0.5), json!(1.0)]);
+    assert_eq!(values(series(days("leads")).await), [json!(2), json!(1)]);
+    assert_eq!(
+        values(series(days("conversion_rate")).await),
+        [json!(0.5), json!(0.0)]
+    );
+    assert_eq!(
+        values(series(days("cost")).await),
+        [json!(0.0), json!(0.002)]
+    );
+    assert_eq!(
+        values(series(days("average_duration_seconds")).await),
+        [json!(70.0), json!(90.0)]
+    );
+
+    // Bad input is refused with the member named.
+    for (data, word) in [
+        (json!({"metric": "bogus", "interval": "day"}), "data.metric"),
+        (
+            json!({"metric": "leads", "interval": "week"}),
+            "data.interval",
+        ),
+        (
+            json!({"metric": "leads", "interval": "day", "dateRange": "yesterday"}),
+            "data.dateRange",
+        ),
+        (
+            json!({"metric": "leads", "interval": "hour", "dateRange": {"from": "2001-01-01T00:00:00Z"}}),
+            "data.interval",
+        ),
+        (
+            json!({"metric": "leads", "interval": "day", "dateRange": {"from": "soon"}}),
+            "data.dateRange.from",
+        ),
+    ] {
+        let r = app
+            .call(&a.token, "analytics", "timeseries", None, data.clone())
+            .await;
+        r.err(400, "VALIDATION_ERROR");
+        assert!(
+            r.body["error"]["message"].as_str().unwrap().contains(word),
+            "{data}: {}",
+            r.body
+        );
+    }
+
+    // A delete through the API leaves the rollup in step.
+    app.call(
+        &a.token,
+        "conversations",
+        "delete",
+        Some(json!(c2)),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    let got =
+        series(json!({"metric": "conversations", "interval": "hour", "dateRange": hours})).await;
+    assert_eq!(got[1].1, json!(1));
+    let r = overview(&a, json!({"dateRange": range})).await;
+    let o = &r.ok(200)["overview"];
+    assert_eq!(
+        (o["conversations"].clone(), o["success_rate"].clone()),
+        (json!(3), json!(1.0))
+    );
+}
