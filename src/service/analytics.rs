@@ -1,6 +1,6 @@
 //! Analytics over a date range: an overview (conversations, average duration, the share
 //! analysed as a success, leads by status and the share converted, LLM tokens and cost) and
-//! one metric over time by hour or day. Everything is summed from the hourly rollups the
+//! one metric over time by hour or day. Everything is summed from the hourly and daily rollups the
 //! database keeps with every write (`db::analytics`), so the cost of an answer grows with
 //! the hours in the range, not with the conversations in it.
 
@@ -138,17 +138,27 @@ pub async fn overview(
     let (t, statuses) = app
         .db
         .read(move |c| {
-            Ok((
-                repo::conversation_totals(c, &f2)?,
-                repo::lead_statuses(c, &f2)?,
-            ))
+            let mut t = Totals::default();
+            let mut statuses: std::collections::BTreeMap<String, i64> = Default::default();
+            for piece in f2.pieces() {
+                let p = repo::conversation_totals(c, &f2, &piece)?;
+                t.conversations += p.conversations;
+                t.duration_sum += p.duration_sum;
+                t.analyzed += p.analyzed;
+                t.successes += p.successes;
+                t.tokens_in += p.tokens_in;
+                t.tokens_out += p.tokens_out;
+                t.cost_micros += p.cost_micros;
+                for (s, n) in repo::lead_statuses(c, &f2, &piece)? {
+                    *statuses.entry(s).or_default() += n;
+                }
+            }
+            statuses.retain(|_, n| *n > 0);
+            Ok((t, statuses))
         })
         .await?;
     let leads: i64 = statuses.iter().map(|(_, n)| n).sum();
-    let converted = statuses
-        .iter()
-        .find(|(s, _)| s == "converted")
-        .map_or(0, |(_, n)| *n);
+    let converted = statuses.get("converted").copied().unwrap_or(0);
     let by_status: serde_json::Map<String, Value> = statuses
         .into_iter()
         .map(|(s, n)| (if s.is_empty() { "none".into() } else { s }, json!(n)))
@@ -234,16 +244,46 @@ pub async fn timeseries(
     let (conv, leads) = app
         .db
         .read(move |c| {
-            Ok(if leads_metric {
-                (Vec::new(), repo::lead_series(c, &f2, day)?)
+            // By the hour, the hourly rollup alone; by the day, whole days from the daily one.
+            let pieces = if day {
+                f2.pieces()
             } else {
-                (repo::conversation_series(c, &f2, day)?, Vec::new())
-            })
+                vec![repo::Piece {
+                    grain: repo::Grain::Hour,
+                    from: f2.from_hour.clone(),
+                    to: f2.to_hour.clone(),
+                }]
+            };
+            let (mut conv, mut leads) = (Vec::new(), Vec::new());
+            for piece in &pieces {
+                if leads_metric {
+                    leads.extend(repo::lead_series(c, &f2, piece, day)?);
+                } else {
+                    conv.extend(repo::conversation_series(c, &f2, piece, day)?);
+                }
+            }
+            Ok((conv, leads))
         })
         .await?;
-    let conv: std::collections::HashMap<String, Totals> = conv.into_iter().collect();
-    let leads: std::collections::HashMap<String, (i64, i64)> =
-        leads.into_iter().map(|(b, n, k)| (b, (n, k))).collect();
+    let mut conv_by: std::collections::HashMap<String, Totals> = Default::default();
+    for (b, t) in conv {
+        let e = conv_by.entry(b).or_default();
+        e.conversations += t.conversations;
+        e.duration_sum += t.duration_sum;
+        e.analyzed += t.analyzed;
+        e.successes += t.successes;
+        e.tokens_in += t.tokens_in;
+        e.tokens_out += t.tokens_out;
+        e.cost_micros += t.cost_micros;
+    }
+    let conv = conv_by;
+    let mut leads_by: std::collections::HashMap<String, (i64, i64)> = Default::default();
+    for (b, n, k) in leads {
+        let e = leads_by.entry(b).or_default();
+        e.0 += n;
+        e.1 += k;
+    }
+    let leads = leads_by;
     let zero = Totals::default();
     let mut out = Vec::with_capacity(points.max(0) as usize);
     let mut t = start;

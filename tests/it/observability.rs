@@ -783,6 +783,15 @@ async fn analytics_answers_known_figures_from_seeded_data() {
                     "estimated_cost": {"amount": 0.002, "currency": "EUR"}},
         })
     );
+    // Partial first and last days are read by the hour: 10th 09h to 11th 08h.
+    let edges = json!({"from": "2026-01-10T09:30:00Z", "to": "2026-01-11T08:30:00Z"});
+    let r = overview(&a, json!({"dateRange": edges})).await;
+    let o = &r.ok(200)["overview"];
+    assert_eq!(
+        (o["conversations"].clone(), o["leads"]["total"].clone()),
+        (json!(4), json!(2)),
+        "{o}"
+    );
     let r = overview(&a, json!({"dateRange": range, "genie_id": g1})).await;
     let o = &r.ok(200)["overview"];
     assert_eq!(
