@@ -263,6 +263,12 @@ pub struct Config {
     #[arg(long, env = "GENIED_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
 
+    /// Base URL of an OpenTelemetry collector's OTLP/HTTP endpoint (e.g.
+    /// `http://127.0.0.1:4318`); traces are sent to `{url}/v1/traces` as protobuf. Off when
+    /// unset, and then tracing costs nothing beyond the log.
+    #[arg(long, env = "GENIED_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+
     /// Sender address of outgoing mail.
     #[arg(
         long,

@@ -82,7 +82,13 @@ async fn run_due_until(
         // On its own task, so that a job that panics fails like any other instead of ending
         // the worker loop with the job left `running`.
         let (app2, job2) = (app.clone(), job.clone());
-        let outcome = match tokio::spawn(async move { run(&app2, &job2).await }).await {
+        let span = if crate::telemetry::trace::enabled() {
+            tracing::info_span!(parent: None, "job", kind = %job.kind, attempt = job.attempts)
+        } else {
+            tracing::Span::none()
+        };
+        let task = tracing::Instrument::instrument(async move { run(&app2, &job2).await }, span);
+        let outcome = match tokio::spawn(task).await {
             Ok(r) => r,
             Err(e) if e.is_panic() => Err(ApiError::new(
                 Kind::Internal,

@@ -158,7 +158,13 @@ impl Llm {
     /// One chat-completions call. Errors are readable and never contain the API key.
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, String> {
         let started = std::time::Instant::now();
-        let out = self.call(req).await;
+        let out = if crate::telemetry::trace::enabled() {
+            use tracing::Instrument;
+            let span = tracing::info_span!("llm.chat", model = self.model_label(&req.model));
+            self.call(req).instrument(span).await
+        } else {
+            self.call(req).await
+        };
         if crate::telemetry::prom::enabled() {
             let (ok, usage) = match &out {
                 Ok(r) => (true, r.usage.clone()),
@@ -183,6 +189,7 @@ impl Llm {
         if !self.api_key.0.is_empty() {
             http = http.bearer_auth(&self.api_key.0);
         }
+        let http = crate::telemetry::trace::inject(http);
         let resp = http
             .send()
             .await

@@ -249,11 +249,16 @@ impl Db {
         F: FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
     {
         let pool = self.read.clone();
-        run_blocking_on(self.readers.handle(), move || {
+        let read = run_blocking_on(self.readers.handle(), move || {
             let conn = pool.get()?;
             f(&conn)
-        })
-        .await
+        });
+        if crate::telemetry::trace::enabled() {
+            use tracing::Instrument;
+            read.instrument(tracing::info_span!("db.read")).await
+        } else {
+            read.await
+        }
     }
 
     /// Runs `f` inside a `BEGIN IMMEDIATE` transaction on the writer; commits when `f`
@@ -269,7 +274,11 @@ impl Db {
         F: FnOnce(&Transaction) -> ApiResult<T> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<std::thread::Result<ApiResult<T>>>();
-        let span = tracing::Span::current();
+        let span = if crate::telemetry::trace::enabled() {
+            tracing::info_span!("db.write")
+        } else {
+            tracing::Span::current()
+        };
         // The closure may use the runtime (as it could under `spawn_blocking`).
         let rt = tokio::runtime::Handle::try_current().ok();
         let job: Job = Box::new(move |c: Result<&Transaction, ApiError>| {

@@ -66,7 +66,13 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
                     let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
                     // `resource` and `action` are filled in by the envelope handler: one span a
                     // request, not one per layer, since each costs an allocation on the hot path.
-                    tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path(), resource = tracing::field::Empty, action = tracing::field::Empty)
+                    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path(), resource = tracing::field::Empty, action = tracing::field::Empty, status = tracing::field::Empty);
+                    crate::telemetry::trace::adopt_parent(&span, req.headers());
+                    span
+                }).on_response(|resp: &Response<_>, _: Duration, span: &tracing::Span| {
+                    if crate::telemetry::trace::enabled() {
+                        span.record("status", resp.status().as_u16());
+                    }
                 }))
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(middleware::map_response(fix_envelope))

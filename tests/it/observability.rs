@@ -914,3 +914,214 @@ async fn analytics_answers_known_figures_from_seeded_data() {
         (json!(3), json!(1.0))
     );
 }
+
+/// A webhook receiver that answers 200 and records each delivery's `traceparent` (and
+/// whether it was a POST to `/hook`).
+async fn tracing_receiver() -> (String, Arc<std::sync::Mutex<Vec<(bool, Option<String>)>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let seen: Arc<std::sync::Mutex<Vec<(bool, Option<String>)>>> = Arc::default();
+    let s2 = seen.clone();
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, uri: axum::http::Uri, headers: axum::http::HeaderMap| {
+            let s2 = s2.clone();
+            async move {
+                let ok = method == axum::http::Method::POST && uri.path() == "/hook";
+                let tp = headers
+                    .get("traceparent")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                s2.lock().unwrap().push((ok, tp));
+                "ok"
+            }
+        },
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+/// Traces to a fake OTLP collector: a request span with its resource, action, status and
+/// request id, child of the caller's `traceparent`; database, LLM, job, webhook and fetch
+/// spans under their parents; `traceparent` carried on to the LLM endpoint and the webhook
+/// receiver; no token, e-mail address or transcript text in any attribute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_reach_the_collector_with_their_parents_and_attributes() {
+    use crate::common::fakes::otlp::{FakeCollector, Span};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    cli(
+        data,
+        &["admin", "create-user", "--email", "tracer@example.test"],
+    );
+    let token = cli(
+        data,
+        &["admin", "issue-token", "--email", "tracer@example.test"],
+    );
+    let llm = FakeOpenAi::start(Expect::Any).await;
+    let collector = FakeCollector::start().await;
+    let (hook_url, deliveries) = tracing_receiver().await;
+    let (_p, base, _m) = serve(
+        data,
+        &[
+            "--otlp-endpoint",
+            &collector.base,
+            "--llm-base-url",
+            &llm.base,
+            "--llm-api-key",
+            API_KEY,
+            "--llm-model",
+            "fake-model",
+        ],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    const T1: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const P1: &str = "00f067aa0ba902b7";
+    const T2: &str = "0af7651916cd43dd8448eb211c80319c";
+    let call = |body: Value, trace: &str| {
+        let req = http
+            .post(format!("{base}/v1"))
+            .bearer_auth(&token)
+            .header("traceparent", format!("00-{trace}-{P1}-01"))
+            .header("x-request-id", format!("req-{trace}"))
+            .json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            let s = r.status().as_u16();
+            (s, r.json::<Value>().await.unwrap())
+        }
+    };
+    let (s, _) = call(json!({"resource": "genies", "action": "list"}), T1).await;
+    assert_eq!(s, 200);
+    let (s, b) = call(
+        json!({"resource": "webhooks", "action": "create",
+               "data": {"url": hook_url, "event_types": ["genie.created"]}}),
+        "11111111111111111111111111111111",
+    )
+    .await;
+    assert_eq!(s, 201, "{b}");
+    let (s, b) = call(
+        json!({"resource": "genies", "action": "create", "data": {"genieName": "Traced"}}),
+        "22222222222222222222222222222222",
+    )
+    .await;
+    assert_eq!(s, 201, "{b}");
+    let genie = b["data"]["genie"]["id"].clone();
+    let (s, b) = call(
+        json!({"resource": "conversations", "action": "create", "data": {"genieId": genie,
+            "transcript": [{"role": "user", "message": "my secret is plum"}]}}),
+        "33333333333333333333333333333333",
+    )
+    .await;
+    assert_eq!(s, 201, "{b}");
+    let conv = b["data"]["conversation"]["id"].clone();
+    let (s, b) = call(
+        json!({"resource": "conversations", "action": "analyze", "id": conv}),
+        T2,
+    )
+    .await;
+    assert_eq!(s, 200, "{b}");
+
+    // Everything arrives within the deadline: the request spans, the LLM call's, the job's.
+    let end = Instant::now() + DEADLINE;
+    let find = |spans: &[Span], name: &str, trace: Option<&str>| -> Option<Span> {
+        spans
+            .iter()
+            .find(|s| s.name == name && trace.is_none_or(|t| s.trace_id == t))
+            .cloned()
+    };
+    let spans = loop {
+        let spans = collector.spans();
+        let done = find(&spans, "llm.chat", Some(T2)).is_some()
+            && find(&spans, "request", Some(T1)).is_some()
+            && find(&spans, "db.read", Some(T1)).is_some()
+            && find(&spans, "http.fetch", None).is_some()
+            && !deliveries.lock().unwrap().is_empty();
+        if done {
+            break spans;
+        }
+        assert!(Instant::now() < end, "spans missing: {spans:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        collector.problems().is_empty(),
+        "{:?}",
+        collector.problems()
+    );
+    assert!(spans.iter().all(|s| s.service == "genied"));
+
+    let r1 = find(&spans, "request", Some(T1)).unwrap();
+    assert_eq!(r1.parent_span_id, P1, "the caller's span is the parent");
+    assert_eq!(r1.attributes["resource"], "genies");
+    assert_eq!(r1.attributes["action"], "list");
+    assert_eq!(r1.attributes["status"], "200");
+    assert_eq!(r1.attributes["request_id"], format!("req-{T1}"));
+    let read = find(&spans, "db.read", Some(T1)).unwrap();
+    assert_eq!(read.parent_span_id, r1.span_id, "db.read under the request");
+
+    let r2 = find(&spans, "request", Some(T2)).unwrap();
+    assert_eq!(r2.attributes["action"], "analyze");
+    let chat = find(&spans, "llm.chat", Some(T2)).unwrap();
+    assert_eq!(chat.attributes["model"], "fake-model");
+    // The LLM span sits under the request (through any spans between).
+    let mut up = chat.parent_span_id.clone();
+    let mut hops = 0;
+    while up != r2.span_id {
+        let parent = spans
+            .iter()
+            .find(|s| s.span_id == up)
+            .unwrap_or_else(|| panic!("no parent {up}"));
+        up = parent.parent_span_id.clone();
+        hops += 1;
+        assert!(hops < 10, "llm.chat is not under its request");
+    }
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "db.write" && s.trace_id == T2 && s.parent_span_id == r2.span_id),
+        "db.write under the analyze request"
+    );
+    // The LLM endpoint was told the trace and the calling span.
+    let sent = llm.requests();
+    let tp = sent
+        .last()
+        .and_then(|r| r.headers.get("traceparent"))
+        .and_then(|v| v.to_str().ok())
+        .expect("traceparent sent to the LLM")
+        .to_string();
+    assert_eq!(tp, format!("00-{T2}-{}-01", chat.span_id));
+
+    // The delivery job: a root span of its own, with the delivery and the fetch under it, and
+    // the fetch's traceparent at the receiver.
+    let job = spans
+        .iter()
+        .find(|s| {
+            s.name == "job"
+                && s.attributes.get("kind").map(String::as_str) == Some("webhook.deliver")
+        })
+        .expect("job span");
+    assert_eq!(job.parent_span_id, "");
+    let deliver = spans
+        .iter()
+        .find(|s| s.name == "webhook.deliver" && s.parent_span_id == job.span_id)
+        .expect("webhook.deliver under the job");
+    let fetch = spans
+        .iter()
+        .find(|s| s.name == "http.fetch" && s.trace_id == job.trace_id)
+        .expect("http.fetch in the job's trace");
+    let (ok, tp) = deliveries.lock().unwrap()[0].clone();
+    assert!(ok);
+    assert_eq!(
+        tp,
+        Some(format!("00-{}-{}-01", job.trace_id, fetch.span_id))
+    );
+    let _ = deliver;
+
+    for s in &spans {
+        for v in s.attributes.values() {
+            for secret in [token.as_str(), "tracer@example.test", "plum", API_KEY] {
+                assert!(!v.contains(secret), "{secret} in {s:?}");
+            }
+        }
+    }
+}

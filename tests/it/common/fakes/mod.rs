@@ -5,6 +5,7 @@ pub mod dns;
 pub mod elevenlabs;
 pub mod http_api;
 pub mod openai;
+pub mod otlp;
 pub mod smtp;
 pub mod transcripts;
 pub mod website;
