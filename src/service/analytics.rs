@@ -157,7 +157,7 @@ pub async fn overview(
             Ok((t, statuses))
         })
         .await?;
-    let leads: i64 = statuses.iter().map(|(_, n)| n).sum();
+    let leads: i64 = statuses.values().sum();
     let converted = statuses.get("converted").copied().unwrap_or(0);
     let by_status: serde_json::Map<String, Value> = statuses
         .into_iter()

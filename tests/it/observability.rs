@@ -915,12 +915,15 @@ async fn analytics_answers_known_figures_from_seeded_data() {
     );
 }
 
+/// Each delivery a receiver got: whether it was a POST to `/hook`, and its `traceparent`.
+type Deliveries = Arc<std::sync::Mutex<Vec<(bool, Option<String>)>>>;
+
 /// A webhook receiver that answers 200 and records each delivery's `traceparent` (and
 /// whether it was a POST to `/hook`).
-async fn tracing_receiver() -> (String, Arc<std::sync::Mutex<Vec<(bool, Option<String>)>>>) {
+async fn tracing_receiver() -> (String, Deliveries) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let seen: Arc<std::sync::Mutex<Vec<(bool, Option<String>)>>> = Arc::default();
+    let seen: Deliveries = Arc::default();
     let s2 = seen.clone();
     let app = axum::Router::new().fallback(
         move |method: axum::http::Method, uri: axum::http::Uri, headers: axum::http::HeaderMap| {
