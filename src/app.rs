@@ -41,6 +41,10 @@ pub fn build_app_with_voice(config: Config, voice: DynVoice) -> anyhow::Result<A
 }
 
 fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
+    // Before anything records: the recorder is process-wide, and without it nothing is.
+    if config.metrics_listen.is_some() {
+        crate::telemetry::prom::install()?;
+    }
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     secrets::ensure_private_dir(&config.data_dir)?;
@@ -69,6 +73,10 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             "removed document files no record names (left by a crash)"
         );
     }
+    let prices = match &config.llm_prices {
+        Some(path) => crate::prices::Prices::load(path)?,
+        None => crate::prices::Prices::default(),
+    };
     let voice = crate::voice::Voices::from_config(&config, &db, voice)?;
     let default_provider = voice.default().name();
     db.write_blocking(move |c| {
@@ -83,7 +91,8 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         limits: RateLimits::new(&config),
         voice,
         net: Guarded::from_config(&config),
-        llm: Llm::from_config(&config),
+        llm: Llm::from_config(&config).map(|l| l.label_models(prices.models())),
+        prices,
         public_chat: ChatLimiter::new(config.public_chat_rate_limit_per_minute),
         workers: crate::worker_pool::Workers::new(
             &config,
@@ -98,6 +107,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         bus: Bus::default(),
         jobs_notify: Notify::new(),
         auth_cache: auth::AuthCache::default(),
+        worker_beat: crate::jobs::Heartbeat::new(),
     });
     let router = http::router(state.clone(), Router::new());
     Ok(App { state, router })
@@ -112,6 +122,20 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
+    let metrics = match &app.state.config.metrics_listen {
+        Some(addr) => {
+            let l = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (--metrics-listen)"))?;
+            tracing::info!(addr = %l.local_addr()?, "serving metrics");
+            Some(tokio::spawn(http::prometheus::serve(
+                app.state.clone(),
+                l,
+                stop_rx.clone(),
+            )))
+        }
+        None => None,
+    };
     // The event listeners subscribe before any task that emits starts: an event published
     // before a listener's first poll would otherwise reach no one.
     let (hook_events, worker_events) = (app.state.bus.subscribe(), app.state.bus.subscribe());
@@ -139,6 +163,9 @@ pub async fn serve(
     http::server::run(app.router, listener, limits, shutdown).await;
     let _ = stop_tx.send(true);
     let _ = tokio::join!(worker, fan_out, housekeeping, indexer);
+    if let Some(m) = metrics {
+        let _ = m.await;
+    }
     let _ = workers.await;
     Ok(())
 }

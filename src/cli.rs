@@ -185,12 +185,16 @@ pub enum AdminCmd {
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
-    /// Check the data directory: database integrity, stuck or dead jobs. Exits 1 when a
-    /// problem is found.
+    /// Check the data directory: database integrity and writability, stuck or dead jobs, a
+    /// stalled job worker. Exits 1 when a problem is found.
     Check {
         /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
+        /// Seconds after which the job worker of a running `serve` counts as stalled (the
+        /// same rule and setting as `serve --job-stall-seconds`).
+        #[arg(long, env = "GENIED_JOB_STALL_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+        job_stall_seconds: u64,
     },
     /// Generate a new credential master key, re-encrypt every stored credential with it in one
     /// transaction, then replace the key file atomically (crash-safe; see docs/api.md).
@@ -444,14 +448,29 @@ pub fn admin(
                 print(&format!("revoked {id}"))
             }
         }
-        AdminCmd::Check { json } => {
-            let report = check(&db, &data_dir.join("documents"))?;
+        AdminCmd::Check {
+            json,
+            job_stall_seconds,
+        } => {
+            let stall = std::time::Duration::from_secs(job_stall_seconds);
+            let report = check(&db, &data_dir.join("documents"), stall)?;
             if json {
                 print(&report.to_string())?;
             } else {
                 print(&format!(
                     "integrity: {}",
                     report["integrity"].as_str().unwrap_or("?")
+                ))?;
+                print(&format!(
+                    "database writable: {}",
+                    report["database_writable"]
+                ))?;
+                let w = &report["worker"];
+                print(&format!(
+                    "job worker: {} (last beat {}, oldest due job waiting {} s)",
+                    w["state"].as_str().unwrap_or("?"),
+                    w["heartbeat_at"].as_str().unwrap_or("never"),
+                    w["oldest_due_age_seconds"]
                 ))?;
                 print(&format!("stuck jobs: {}", report["stuck_jobs"]))?;
                 print(&format!(
@@ -533,7 +552,51 @@ pub fn admin(
 /// A job dead because the service stopped every time it ran it (`dispatch::recover`) is a
 /// problem: some input kills the process. One run again after such a stop is listed, not a
 /// problem (a deploy or an OOM kill of the whole host stops jobs too).
-fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+/// Whether the database takes a write (`BEGIN IMMEDIATE` and a commit; it waits out a
+/// lock for the busy timeout), and the job worker's state by the rule `/readyz` applies
+/// (`jobs::stalled`) on the heartbeat the service records: `running`, `stalled`, `stopped`
+/// (the last `serve` stopped cleanly) or `never` (no `serve` ever ran the worker here).
+fn check_health(
+    db: &Db,
+    stall: std::time::Duration,
+) -> anyhow::Result<(Option<String>, serde_json::Value, Option<String>)> {
+    let writable = db.write_blocking(|_| Ok(())).err().map(|e| e.message);
+    let now = chrono::Utc::now();
+    let stamp = db::fmt_time(now);
+    let (beat, due) = db
+        .read_blocking(move |c| {
+            Ok((
+                db::telemetry::heartbeat(c)?,
+                db::telemetry::oldest_due(c, &stamp)?,
+            ))
+        })
+        .map_err(api)?;
+    let parse = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .ok()
+            .map(|t| t.with_timezone(&chrono::Utc))
+    };
+    let due_at = due.as_deref().and_then(parse);
+    let age = due_at.map_or(0, |d| (now - d).num_seconds().max(0));
+    let (state, stalled) = match &beat {
+        None => ("never", None),
+        Some(b) if b.stopped => ("stopped", None),
+        Some(b) => match crate::jobs::stalled(due_at, parse(&b.beat_at), now, stall) {
+            Some(why) => ("stalled", Some(why)),
+            None => ("running", None),
+        },
+    };
+    let worker = json!({"state": state, "heartbeat_at": beat.as_ref().map(|b| b.beat_at.clone()),
+        "oldest_due_age_seconds": age, "stall_seconds": stall.as_secs()});
+    Ok((writable, worker, stalled))
+}
+
+fn check(
+    db: &Db,
+    documents_dir: &std::path::Path,
+    stall: std::time::Duration,
+) -> anyhow::Result<serde_json::Value> {
+    let (unwritable, worker, stalled) = check_health(db, stall)?;
     let stale = db::fmt_time(chrono::Utc::now() - chrono::Duration::minutes(10));
     let troubled = db
         .read_blocking(|c| Ok(crate::jobs::troubled(c, 100)?))
@@ -550,6 +613,10 @@ fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json:
         .read_blocking(move |c| Ok(db::health::job_counts(c, &stale, crate::jobs::CRASHED)?))
         .map_err(api)?;
     let mut problems = Vec::new();
+    if let Some(e) = &unwritable {
+        problems.push(format!("the database cannot be written: {e}"));
+    }
+    problems.extend(stalled);
     if integrity != "ok" {
         problems.push(format!("integrity check: {integrity}"));
     }
@@ -589,7 +656,8 @@ fn check(db: &Db, documents_dir: &std::path::Path) -> anyhow::Result<serde_json:
         problems.push(format!("{} orphaned document files", orphaned.len()));
     }
     Ok(
-        json!({"integrity": integrity, "stuck_jobs": stuck, "dead_jobs": dead,
+        json!({"integrity": integrity, "database_writable": unwritable.is_none(),
+        "worker": worker, "stuck_jobs": stuck, "dead_jobs": dead,
         "crash_dead_jobs": crash_dead, "crash_retried_jobs": crash_retried, "jobs": troubled,
         "missing_files": missing, "orphaned_files": orphaned, "problems": problems}),
     )

@@ -96,6 +96,13 @@ pub struct Config {
     #[arg(long, env = "GENIED_JOB_POLL_MS", default_value_t = 1000)]
     pub job_poll_ms: u64,
 
+    /// Seconds after which the job worker counts as stalled: a job has been due that long
+    /// and the worker has not looked for work or finished a job for that long either. A
+    /// stalled worker makes `/readyz` answer 503 (and `admin check` report it). Keep it
+    /// above the longest a single job may run (e.g. --extract-timeout-seconds).
+    #[arg(long, env = "GENIED_JOB_STALL_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    pub job_stall_seconds: u64,
+
     /// Base of the retry backoff for background jobs, in milliseconds: the n-th retry waits
     /// base × 2^n, at most an hour.
     #[arg(long, env = "GENIED_JOB_BACKOFF_BASE_MS", default_value_t = 1000)]
@@ -128,6 +135,13 @@ pub struct Config {
     /// Model used when a genie or worker does not name one.
     #[arg(long, env = "GENIED_LLM_MODEL", default_value = "gpt-4o-mini")]
     pub llm_model: String,
+
+    /// JSON file of LLM prices per model, per million tokens:
+    /// `{"currency": "USD", "models": {"<model>": {"input_per_million": 0.15,
+    /// "output_per_million": 0.6}}}`. Conversations record an estimated cost for models it
+    /// names; none is built in. Its models also become `model` label values of the metrics.
+    #[arg(long, env = "GENIED_LLM_PRICES")]
+    pub llm_prices: Option<PathBuf>,
 
     /// Seconds one LLM call may take.
     #[arg(long, env = "GENIED_LLM_TIMEOUT_SECONDS", default_value_t = 60)]
@@ -357,6 +371,17 @@ pub struct Config {
     /// any email would let them take over accounts.
     #[arg(long, env = "GENIED_OIDC_LINK_BY_EMAIL", default_value_t = false)]
     pub oidc_link_by_email: bool,
+    /// Address (`host:port`) of a second listener that serves only `GET /metrics`, the
+    /// Prometheus text exposition of the service's metrics. Off when unset; metrics are then
+    /// not recorded at all.
+    #[arg(long, env = "GENIED_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+
+    /// Base URL of an OpenTelemetry collector's OTLP/HTTP endpoint (e.g.
+    /// `http://127.0.0.1:4318`); traces are sent to `{url}/v1/traces` as protobuf. Off when
+    /// unset, and then tracing costs nothing beyond the log.
+    #[arg(long, env = "GENIED_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
 
     /// Sender address of outgoing mail.
     #[arg(

@@ -94,7 +94,13 @@ async fn run_due_until(
         // On its own task, so that a job that panics fails like any other instead of ending
         // the worker loop with the job left `running`.
         let (app2, job2) = (app.clone(), job.clone());
-        let outcome = match tokio::spawn(async move { run(&app2, &job2).await }).await {
+        let span = if crate::telemetry::trace::enabled() {
+            tracing::info_span!(parent: None, "job", kind = %job.kind, attempt = job.attempts)
+        } else {
+            tracing::Span::none()
+        };
+        let task = tracing::Instrument::instrument(async move { run(&app2, &job2).await }, span);
+        let outcome = match tokio::spawn(task).await {
             Ok(r) => r,
             Err(e) if e.is_panic() => Err(ApiError::new(
                 Kind::Internal,
@@ -121,6 +127,7 @@ async fn run_due_until(
         if finished == Finished::Dead {
             gave_up(app, &kind, &payload).await;
         }
+        app.worker_beat.beat();
         n += 1;
     }
     Ok(n)
@@ -130,14 +137,36 @@ async fn run_due_until(
 /// `job_poll_ms`, until shutdown.
 pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let poll = Duration::from_millis(app.config.job_poll_ms.max(10));
+    let mut written: Option<std::time::Instant> = None;
     loop {
+        app.worker_beat.beat();
+        if written.is_none_or(|w| w.elapsed() >= jobs::BEAT_EVERY) {
+            written = Some(std::time::Instant::now());
+            write_beat(&app, false).await;
+        }
         if let Err(e) = run_due_until(&app, Some(&shutdown)).await {
             tracing::error!(error = %e, "job worker");
         }
         tokio::select! {
             _ = app.jobs_notify.notified() => {}
             _ = tokio::time::sleep(poll) => {}
-            _ = shutdown.changed() => return,
+            _ = shutdown.changed() => {
+                // A clean stop: `admin check` tells it from a stall.
+                write_beat(&app, true).await;
+                return;
+            }
         }
+    }
+}
+
+/// Records the worker's last beat in the database, for `admin check` in another process.
+async fn write_beat(app: &AppState, stopped: bool) {
+    let at = crate::db::fmt_time(app.worker_beat.last());
+    let res = app
+        .db
+        .write(move |c| Ok(crate::db::telemetry::beat(c, &at, stopped)?))
+        .await;
+    if let Err(e) = res {
+        tracing::warn!(error = %e, "could not record the job worker's heartbeat");
     }
 }

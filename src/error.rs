@@ -38,6 +38,9 @@ pub enum Kind {
     Upstream,
     /// A fault of ours; the detail is in the log, not in the message.
     Internal,
+    /// The service cannot do its work right now (readiness: the database cannot be
+    /// written, the job worker has stalled).
+    Unavailable,
 }
 
 #[derive(Debug, Clone)]

@@ -102,6 +102,70 @@ pub fn recover(c: &Connection) -> rusqlite::Result<Recovered> {
     Ok(Recovered { requeued, dead })
 }
 
+/// The worker's sign of life: when it last looked for work or finished a job (Unix
+/// milliseconds). Kept in memory for `/readyz`; the worker also writes it to the database
+/// every [`BEAT_EVERY`] so that `admin check`, another process, can read it.
+#[derive(Debug)]
+pub struct Heartbeat(std::sync::atomic::AtomicI64);
+
+/// How often the worker writes its heartbeat to the database (when it beats at all).
+pub const BEAT_EVERY: Duration = Duration::from_secs(10);
+
+impl Heartbeat {
+    /// A heartbeat that beat now: a worker that has not started yet is not stalled.
+    pub fn new() -> Heartbeat {
+        Heartbeat(std::sync::atomic::AtomicI64::new(
+            chrono::Utc::now().timestamp_millis(),
+        ))
+    }
+    pub fn beat(&self) {
+        self.0.store(
+            chrono::Utc::now().timestamp_millis(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+    pub fn last(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::from_timestamp_millis(self.0.load(std::sync::atomic::Ordering::Relaxed))
+            .unwrap_or_default()
+    }
+}
+
+impl Default for Heartbeat {
+    fn default() -> Self {
+        Heartbeat::new()
+    }
+}
+
+/// Whether the worker has stalled, the rule `/readyz` and `admin check` share: a job has
+/// been due for longer than `stall` and the worker's last beat is older than `stall`.
+/// `None` when it has not; otherwise the sentence that says why.
+pub fn stalled(
+    oldest_due: Option<chrono::DateTime<chrono::Utc>>,
+    last_beat: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+    stall: Duration,
+) -> Option<String> {
+    let stall_c = chrono::Duration::from_std(stall).unwrap_or_default();
+    let due = oldest_due?;
+    let waited = now - due;
+    if waited <= stall_c {
+        return None;
+    }
+    let beat_age = last_beat.map(|b| now - b);
+    if beat_age.is_some_and(|a| a <= stall_c) {
+        return None;
+    }
+    Some(format!(
+        "the job worker has stalled: a job has been due for {} s and the worker {} (limit {} s, --job-stall-seconds)",
+        waited.num_seconds(),
+        match beat_age {
+            Some(a) => format!("last showed life {} s ago", a.num_seconds()),
+            None => "never showed life".to_string(),
+        },
+        stall.as_secs()
+    ))
+}
+
 /// Counts jobs not yet done (pending or running); used by tests and `admin check`.
 pub fn pending_count(c: &Connection) -> rusqlite::Result<i64> {
     db::jobs::pending_count(c)

@@ -119,6 +119,9 @@ pub struct Llm {
     api_key: Secret,
     pub default_model: String,
     client: reqwest::Client,
+    /// Models the operator named (the default, the price table's): the only model names
+    /// that become metric labels; any other is counted as `other`.
+    labelled_models: std::sync::Arc<Vec<String>>,
 }
 
 impl Llm {
@@ -130,11 +133,55 @@ impl Llm {
             api_key: c.llm_api_key.clone().unwrap_or_default(),
             default_model: c.llm_model.clone(),
             client: crate::net::service_client(Duration::from_secs(c.llm_timeout_seconds)),
+            labelled_models: std::sync::Arc::new(vec![c.llm_model.clone()]),
         })
+    }
+
+    /// Adds models (the price table's) whose names may be metric labels.
+    pub fn label_models<'a>(mut self, models: impl Iterator<Item = &'a str>) -> Llm {
+        let mut all = (*self.labelled_models).clone();
+        all.extend(models.map(str::to_string));
+        self.labelled_models = std::sync::Arc::new(all);
+        self
+    }
+
+    /// `model` as a metric label: itself when the operator named it, else `other` (genies
+    /// name their own models, which must not make label values unbounded).
+    pub fn model_label<'a>(&self, model: &'a str) -> &'a str {
+        if self.labelled_models.iter().any(|m| m == model) {
+            model
+        } else {
+            "other"
+        }
     }
 
     /// One chat-completions call. Errors are readable and never contain the API key.
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, String> {
+        let started = std::time::Instant::now();
+        let out = if crate::telemetry::trace::enabled() {
+            use tracing::Instrument;
+            let span = tracing::info_span!("llm.chat", model = self.model_label(&req.model));
+            self.call(req).instrument(span).await
+        } else {
+            self.call(req).await
+        };
+        if crate::telemetry::prom::enabled() {
+            let (ok, usage) = match &out {
+                Ok(r) => (true, r.usage.clone()),
+                Err(_) => (false, Usage::default()),
+            };
+            crate::telemetry::prom::llm_request(
+                self.model_label(&req.model),
+                ok,
+                started.elapsed(),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            );
+        }
+        out
+    }
+
+    async fn call(&self, req: &ChatRequest) -> Result<ChatResponse, String> {
         let mut http = self
             .client
             .post(format!("{}/chat/completions", self.base_url))
@@ -142,6 +189,7 @@ impl Llm {
         if !self.api_key.0.is_empty() {
             http = http.bearer_auth(&self.api_key.0);
         }
+        let http = crate::telemetry::trace::inject(http);
         let resp = http
             .send()
             .await

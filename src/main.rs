@@ -6,13 +6,19 @@ use clap::Parser;
 use genied::cli::{self, Cli, Command, LogFormat};
 use tracing_subscriber::filter::Targets;
 
-fn init_logging(cli: &Cli, to_stdout: bool) {
+/// Starts logging; with `traces` (the OTLP provider of `--otlp-endpoint`), also the layer
+/// that exports spans, with a filter of its own so the log level does not decide which spans
+/// are exported.
+fn init_logging(
+    log_level: Option<&str>,
+    log_format: LogFormat,
+    to_stdout: bool,
+    traces: Option<&opentelemetry_sdk::trace::SdkTracerProvider>,
+) {
+    use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let level = cli
-        .log_level
-        .as_deref()
-        .unwrap_or(if to_stdout { "info" } else { "warn" });
+    let level = log_level.unwrap_or(if to_stdout { "info" } else { "warn" });
     // A static `target=level` filter, not `EnvFilter`: the latter takes a lock on every span
     // enter and exit to support per-span directives, which showed in profiles of cheap
     // requests, for a feature an operator of this service does not need.
@@ -33,21 +39,47 @@ fn init_logging(cli: &Cli, to_stdout: bool) {
             Box::new(std::io::stderr())
         }
     };
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_ansi(tty)
-        .with_writer(writer);
+    // A macro, not a value: each subscriber stack below gives the layer a different type.
+    macro_rules! fmt {
+        () => {
+            tracing_subscriber::fmt::layer()
+                .with_ansi(tty)
+                .with_writer(writer)
+        };
+    }
+    if let Some(provider) = traces {
+        let spans = Targets::new().with_target("genied", tracing::Level::INFO);
+        let otel = genied::telemetry::trace::layer(provider).with_filter(spans);
+        let registry = tracing_subscriber::registry().with(otel);
+        match log_format {
+            LogFormat::Json => registry
+                .with(
+                    fmt!()
+                        .json()
+                        .with_current_span(true)
+                        .with_span_list(false)
+                        .with_filter(filter),
+                )
+                .init(),
+            LogFormat::Text => registry.with(fmt!().with_filter(filter)).init(),
+        }
+        return;
+    }
     let registry = tracing_subscriber::registry().with(filter);
-    match cli.log_format {
+    match log_format {
         LogFormat::Json => registry
-            .with(fmt.json().with_current_span(true).with_span_list(false))
+            .with(fmt!().json().with_current_span(true).with_span_list(false))
             .init(),
-        LogFormat::Text => registry.with(fmt).init(),
+        LogFormat::Text => registry.with(fmt!()).init(),
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli, matches!(cli.command, Command::Serve(_)));
+    let (level, format) = (cli.log_level.clone(), cli.log_format);
+    if !matches!(cli.command, Command::Serve(_)) {
+        init_logging(level.as_deref(), format, false, None);
+    }
     let result = match cli.command {
         Command::Serve(config) => {
             let mut config = *config;
@@ -58,7 +90,23 @@ fn main() -> ExitCode {
             }
             tokio::runtime::Runtime::new()
                 .map_err(anyhow::Error::from)
-                .and_then(|rt| rt.block_on(serve(config)))
+                .and_then(|rt| {
+                    rt.block_on(async move {
+                        // The exporter runs on this runtime, so it is made inside it.
+                        let traces = match &config.otlp_endpoint {
+                            Some(url) => Some(genied::telemetry::trace::provider(url)?),
+                            None => None,
+                        };
+                        init_logging(level.as_deref(), format, true, traces.as_ref());
+                        let served = serve(config).await;
+                        if let Some(p) = traces
+                            && let Err(e) = p.shutdown()
+                        {
+                            eprintln!("genied: flushing traces at exit: {e}");
+                        }
+                        served
+                    })
+                })
         }
         Command::Migrate => cli::migrate(&cli.data_dir),
         Command::ExtractWorker {

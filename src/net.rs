@@ -394,6 +394,7 @@ impl Guarded {
         limits: Limits,
     ) -> Result<Fetched, NetError> {
         let url = self.check(url)?;
+        let req_method = method.clone();
         let mut req = self
             .client()
             .request(method, url)
@@ -402,7 +403,15 @@ impl Guarded {
         if let Some(b) = body {
             req = req.body(b);
         }
-        let mut resp = req.send().await.map_err(describe)?;
+        let span = if crate::telemetry::trace::enabled() {
+            tracing::info_span!("http.fetch", method = %req_method)
+        } else {
+            tracing::Span::none()
+        };
+        let req = span.in_scope(|| crate::telemetry::trace::inject(req));
+        let mut resp = tracing::Instrument::instrument(req.send(), span)
+            .await
+            .map_err(describe)?;
         let (status, headers, final_url) = (
             resp.status().as_u16(),
             resp.headers().clone(),

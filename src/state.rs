@@ -41,6 +41,10 @@ pub struct AppInner {
     pub auth_cache: auth::AuthCache,
     /// OpenID Connect sign-in, when `--oidc-issuer` is set.
     pub oidc: Option<auth::oidc::Oidc>,
+    /// The operator's LLM price table (`--llm-prices`); empty without one.
+    pub prices: crate::prices::Prices,
+    /// The job worker's last sign of life (see `jobs::Heartbeat`).
+    pub worker_beat: crate::jobs::Heartbeat,
 }
 
 pub type AppState = Arc<AppInner>;

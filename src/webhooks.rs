@@ -267,7 +267,21 @@ pub async fn deliver_job(app: &AppState, payload: &Value) -> ApiResult<()> {
     let id = payload["delivery_id"]
         .as_str()
         .ok_or_else(|| ApiError::validation("delivery job without delivery_id"))?;
-    let result = attempt(app, id).await?;
+    let result = if crate::telemetry::trace::enabled() {
+        use tracing::Instrument;
+        attempt(app, id)
+            .instrument(tracing::info_span!("webhook.deliver"))
+            .await?
+    } else {
+        attempt(app, id).await?
+    };
+    crate::telemetry::prom::webhook_delivery(if result.succeeded {
+        "delivered"
+    } else if result.refused {
+        "refused"
+    } else {
+        "failed"
+    });
     let error = result.error.unwrap_or_else(|| "delivery failed".into());
     if result.succeeded {
         Ok(())

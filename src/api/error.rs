@@ -24,6 +24,7 @@ pub fn status(kind: Kind) -> StatusCode {
         Kind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         Kind::Upstream => StatusCode::BAD_GATEWAY,
         Kind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
     }
 }
 
@@ -46,6 +47,7 @@ pub fn code(kind: Kind) -> &'static str {
         Kind::RateLimited => "RATE_LIMIT_EXCEEDED",
         Kind::Upstream => "UPSTREAM_ERROR",
         Kind::Internal => "INTERNAL_ERROR",
+        Kind::Unavailable => "SERVICE_UNAVAILABLE",
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod action;
 pub mod activities;
+pub mod analytics;
 pub mod api_keys;
 pub mod conversations;
 pub mod document_folders;
@@ -66,6 +67,7 @@ pub const RESOURCES: &[&Resource] = &[
     &qr_codes::RESOURCE,
     &webhooks::RESOURCE,
     &notifications::RESOURCE,
+    &analytics::RESOURCE,
 ];
 
 /// The table of a resource by its envelope name, or `None` when it is unknown.

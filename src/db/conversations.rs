@@ -45,6 +45,10 @@ pub struct Conversation {
     /// Only in `get` (and create/update/analyze answers): `[{role, message, text, time_in_call_secs}]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transcript: Option<Value>,
+    /// With the transcript: turns, duration, LLM latency, tokens, tool calls and cost
+    /// (`db::conversation_figures::figures`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figures: Option<Value>,
 }
 
 impl Conversation {
@@ -81,6 +85,18 @@ fn from_row(r: &Row, with_transcript: bool) -> rusqlite::Result<Conversation> {
     } else {
         None
     };
+    let turn_count = r.get::<_, Option<i64>>(9)?.unwrap_or(0);
+    let duration_seconds: i64 = r.get(8)?;
+    let figures = if with_transcript {
+        Some(super::conversation_figures::figures(
+            r,
+            17,
+            turn_count,
+            duration_seconds,
+        )?)
+    } else {
+        None
+    };
     Ok(Conversation {
         id: r.get(0)?,
         user_id: r.get(1)?,
@@ -93,8 +109,8 @@ fn from_row(r: &Row, with_transcript: bool) -> rusqlite::Result<Conversation> {
         channel: r.get(5)?,
         status: r.get(6)?,
         started_at: r.get(7)?,
-        duration_seconds: r.get(8)?,
-        turn_count: r.get::<_, Option<i64>>(9)?.unwrap_or(0),
+        duration_seconds,
+        turn_count,
         summary: r.get(10)?,
         analysis: r
             .get::<_, Option<String>>(11)?
@@ -106,6 +122,7 @@ fn from_row(r: &Row, with_transcript: bool) -> rusqlite::Result<Conversation> {
         updated_at: r.get(15)?,
         version: r.get(16)?,
         transcript,
+        figures,
     })
 }
 
@@ -185,7 +202,8 @@ pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
 pub fn get(c: &Connection, id: &str) -> rusqlite::Result<Option<Conversation>> {
     c.query_row(
         &format!(
-            "SELECT {COLS}, c.transcript FROM conversations c LEFT JOIN genies g ON g.id = c.genie_id WHERE c.id = ?1"
+            "SELECT {COLS}, c.transcript, {} FROM conversations c LEFT JOIN genies g ON g.id = c.genie_id WHERE c.id = ?1",
+            super::conversation_figures::COLS
         ),
         [id],
         |r| from_row(r, true),

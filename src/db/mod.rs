@@ -5,8 +5,10 @@
 
 pub mod accounts;
 pub mod activities;
+pub mod analytics;
 pub mod api_keys;
 pub mod auth_epoch;
+pub mod conversation_figures;
 pub mod conversations;
 pub mod document_folders;
 pub mod documents;
@@ -28,6 +30,7 @@ pub mod qr_codes;
 pub mod sessions;
 pub mod sync_runs;
 pub mod teams;
+pub mod telemetry;
 pub mod users;
 pub mod voice_collections;
 pub mod voice_local;
@@ -253,11 +256,16 @@ impl Db {
         F: FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
     {
         let pool = self.read.clone();
-        run_blocking_on(self.readers.handle(), move || {
+        let read = run_blocking_on(self.readers.handle(), move || {
             let conn = pool.get()?;
             f(&conn)
-        })
-        .await
+        });
+        if crate::telemetry::trace::enabled() {
+            use tracing::Instrument;
+            read.instrument(tracing::info_span!("db.read")).await
+        } else {
+            read.await
+        }
     }
 
     /// Runs `f` inside a `BEGIN IMMEDIATE` transaction on the writer; commits when `f`
@@ -273,7 +281,11 @@ impl Db {
         F: FnOnce(&Transaction) -> ApiResult<T> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<std::thread::Result<ApiResult<T>>>();
-        let span = tracing::Span::current();
+        let span = if crate::telemetry::trace::enabled() {
+            tracing::info_span!("db.write")
+        } else {
+            tracing::Span::current()
+        };
         // The closure may use the runtime (as it could under `spawn_blocking`).
         let rt = tokio::runtime::Handle::try_current().ok();
         let job: Job = Box::new(move |c: Result<&Transaction, ApiError>| {
@@ -292,10 +304,12 @@ impl Db {
             });
             (ok, deliver)
         });
-        self.writer
-            .jobs
-            .send(job)
-            .map_err(|_| ApiError::internal("the database writer has stopped"))?;
+        // Counted before it is sent, so the writer never takes it off the gauge first.
+        crate::telemetry::prom::db_queue(1.0);
+        self.writer.jobs.send(job).map_err(|_| {
+            crate::telemetry::prom::db_queue(-1.0);
+            ApiError::internal("the database writer has stopped")
+        })?;
         match rx.await {
             Ok(Ok(r)) => r,
             Ok(Err(panic)) => std::panic::resume_unwind(panic),
@@ -349,18 +363,23 @@ fn writer_loop(
     let mut carry: Vec<Job> = Vec::new();
     loop {
         let mut group = std::mem::take(&mut carry);
+        // Carried jobs left the queue in an earlier round; count only the ones taken now.
+        let mut taken = 0usize;
         if group.is_empty() {
             match queue.recv() {
                 Ok(job) => group.push(job),
                 Err(_) => return,
             }
+            taken += 1;
         }
         while group.len() < MAX_GROUP {
             match queue.try_recv() {
                 Ok(job) => group.push(job),
                 Err(_) => break,
             }
+            taken += 1;
         }
+        crate::telemetry::prom::db_queue(-(taken as f64));
         // A panic inside a previous write poisons nothing here (each job catches its own),
         // but `write_blocking` callers may have; the connection stays usable either way.
         let mut conn = writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -412,7 +431,10 @@ fn run_group(conn: &mut Connection, group: Vec<Job>) -> Vec<Job> {
             Err(e) => deliver(Some(ApiError::from(e))),
         }
     }
-    match tx.commit() {
+    let started = std::time::Instant::now();
+    let committed = tx.commit();
+    crate::telemetry::prom::db_commit(started.elapsed());
+    match committed {
         Ok(()) => done.into_iter().for_each(|d| d(None)),
         Err(e) => {
             let msg = e.to_string();

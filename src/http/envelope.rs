@@ -130,6 +130,7 @@ pub async fn execute(
     resource_hint: Option<&str>,
     envelope: ApiResult<Envelope>,
 ) -> Response {
+    let labels = crate::telemetry::prom::enabled().then(|| labels(resource_hint, &envelope));
     let session_only = resource_hint.and_then(api::canonical_resource) == Some("api-keys");
     let principal = match Credential::from_headers(headers) {
         Ok(cred) => {
@@ -139,7 +140,7 @@ pub async fn execute(
     };
     let principal = match principal {
         Ok(p) => p,
-        Err(e) => return e.into_response(),
+        Err(e) => return with_labels(e.into_response(), labels),
     };
     let (mut resp, info) = match app.limits.check(&principal.rate_key()) {
         Err(limited) => (limited.error.into_response(), Some(limited.info)),
@@ -155,7 +156,38 @@ pub async fn execute(
         h.insert("x-ratelimit-limit", HeaderValue::from(limit));
         h.insert("x-ratelimit-remaining", HeaderValue::from(remaining));
     }
+    with_labels(resp, labels)
+}
+
+/// The metric labels of an envelope request: the resource and action as the action tables
+/// name them, `unknown` for names the tables do not have (client input never becomes a label).
+fn labels(hint: Option<&str>, envelope: &ApiResult<Envelope>) -> RouteLabels {
+    let (resource, action) = match envelope {
+        Ok(e) => (Some(e.resource.as_str()), Some(e.action.as_str())),
+        Err(_) => (hint, None),
+    };
+    let table = resource.and_then(api::resource);
+    RouteLabels {
+        resource: table.map_or("unknown", |r| r.name),
+        action: table
+            .zip(action)
+            .and_then(|(r, a)| r.action(a))
+            .map_or("unknown", |a| a.name),
+    }
+}
+
+fn with_labels(mut resp: Response, labels: Option<RouteLabels>) -> Response {
+    if let Some(l) = labels {
+        resp.extensions_mut().insert(l);
+    }
     resp
+}
+
+/// The resource and action of an envelope request, for the HTTP metrics layer.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteLabels {
+    pub resource: &'static str,
+    pub action: &'static str,
 }
 
 async fn run(

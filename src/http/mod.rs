@@ -7,6 +7,7 @@ pub mod console;
 pub mod envelope;
 pub mod hooks;
 pub mod openapi;
+pub mod prometheus;
 pub mod public_page;
 pub mod rest;
 pub mod server;
@@ -37,7 +38,8 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
         c.max_body_bytes,
         Duration::from_secs(c.request_timeout_seconds),
     );
-    Router::new()
+    let metrics = crate::telemetry::prom::enabled();
+    let routes = Router::new()
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz))
         .route("/v1", post(envelope::handle))
@@ -72,7 +74,13 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
                     let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
                     // `resource` and `action` are filled in by the envelope handler: one span a
                     // request, not one per layer, since each costs an allocation on the hot path.
-                    tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path(), resource = tracing::field::Empty, action = tracing::field::Empty)
+                    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path(), resource = tracing::field::Empty, action = tracing::field::Empty, status = tracing::field::Empty);
+                    crate::telemetry::trace::adopt_parent(&span, req.headers());
+                    span
+                }).on_response(|resp: &Response<_>, _: Duration, span: &tracing::Span| {
+                    if crate::telemetry::trace::enabled() {
+                        span.record("status", resp.status().as_u16());
+                    }
                 }))
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(middleware::map_response(fix_envelope))
@@ -80,17 +88,66 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
                     ApiError::internal("a handler panicked").into_response()
                 }))
                 .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout)),
-        )
+        );
+    // Only with metrics on: off, a request pays nothing for them.
+    if metrics {
+        routes.layer(middleware::from_fn(prometheus::track))
+    } else {
+        routes
+    }
 }
 
+/// Ready when the database takes a write and the job worker is not stalled
+/// (`jobs::stalled`); otherwise 503 with the envelope saying which.
 async fn readyz(State(app): State<AppState>) -> Response {
-    match app.db.read(|c| Ok(crate::db::ping(c)?)).await {
-        Ok(_) => Json(json!({"status": "ready"})).into_response(),
-        Err(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "unavailable"})),
-        )
-            .into_response(),
+    match ready(&app).await {
+        Ok(()) => Json(json!({"status": "ready"})).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// How long readiness waits for the database before it says it cannot write.
+const READY_WRITE_LIMIT: Duration = Duration::from_secs(5);
+
+async fn ready(app: &AppState) -> Result<(), ApiError> {
+    use crate::error::Kind;
+    let unavailable = |m: String| ApiError::new(Kind::Unavailable, m);
+    // A real write (the worker's heartbeat row, with the beat it holds), so a read-only or
+    // full disk, a lock held by another process or a stopped writer all show here.
+    let at = crate::db::fmt_time(app.worker_beat.last());
+    let write = app
+        .db
+        .write(move |c| Ok(crate::db::telemetry::beat(c, &at, false)?));
+    match tokio::time::timeout(READY_WRITE_LIMIT, write).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness: the database cannot be written");
+            return Err(unavailable(
+                "the database cannot be written (see the service log)".into(),
+            ));
+        }
+        Err(_) => {
+            return Err(unavailable(format!(
+                "the database did not take a write within {} s",
+                READY_WRITE_LIMIT.as_secs()
+            )));
+        }
+    }
+    let now = chrono::Utc::now();
+    let stamp = crate::db::fmt_time(now);
+    let due = app
+        .db
+        .read(move |c| Ok(crate::db::telemetry::oldest_due(c, &stamp)?))
+        .await
+        .map_err(|e| unavailable(format!("the database cannot be read: {}", e.message)))?;
+    let due = due
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&chrono::Utc));
+    let stall = Duration::from_secs(app.config.job_stall_seconds);
+    match crate::jobs::stalled(due, Some(app.worker_beat.last()), now, stall) {
+        Some(why) => Err(unavailable(why)),
+        None => Ok(()),
     }
 }
 

@@ -5,7 +5,9 @@
 //! time; until then some operations still live in their `api/` action.
 
 pub mod accounts;
+pub mod analytics;
 pub mod api_keys;
+pub mod conversation_figures;
 pub mod conversations;
 pub mod documents;
 pub mod genie_tests;

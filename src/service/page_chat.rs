@@ -267,6 +267,7 @@ pub async fn chat_with(
     let mut steps = Vec::new();
     let mut records = Vec::new();
     let mut end = false;
+    let mut recorded = None;
     let reply = match &app.llm {
         None => {
             if !WARNED_UNCONFIGURED.swap(true, Ordering::Relaxed) {
@@ -306,8 +307,16 @@ pub async fn chat_with(
                     temperature: genie.temperature,
                     max_tokens: genie.max_tokens,
                 };
+                let round_started = std::time::Instant::now();
                 let out = match &sink {
-                    None => llm.chat(&req).await,
+                    None => llm.chat(&req).await.inspect(|_| {
+                        // Not streamed: the first token comes with the whole answer.
+                        let took = round_started.elapsed();
+                        if figures.first_token.is_none() {
+                            figures.first_token = Some(figures.total + took);
+                        }
+                        figures.total += took;
+                    }),
                     Some(s) => {
                         let s = s.clone();
                         llm.chat_stream(&req, move |t| {
@@ -374,6 +383,14 @@ pub async fn chat_with(
                 figures.tool_calls = records.len();
             }
             tracing::debug!(genie = %genie.id, ?figures, "page chat turn");
+            recorded = Some(super::conversation_figures::TurnFigures {
+                model: model.clone(),
+                first_token_ms: figures.first_token.unwrap_or(figures.total).as_millis() as i64,
+                total_ms: figures.total.as_millis() as i64,
+                tokens_in: figures.usage.prompt_tokens,
+                tokens_out: figures.usage.completion_tokens,
+                tool_calls: figures.tool_calls as i64,
+            });
             if text.is_empty() {
                 if end {
                     text = "Goodbye!".to_string();
@@ -394,7 +411,7 @@ pub async fn chat_with(
             citations: citations.clone(),
             tool_calls: records,
         };
-        append_turn(app, &id, turn).await?;
+        append_turn(app, &id, turn, recorded).await?;
     }
     if end {
         end_conversation(app, &id, "genie").await?;
@@ -512,8 +529,15 @@ async fn save_transcript(
 
 /// Adds the genie's answer to the stored transcript (read in the same transaction, so a
 /// turn written meanwhile is kept).
-async fn append_turn(app: &AppState, id: &str, turn: PageTurn) -> ApiResult<()> {
-    let id = id.to_string();
+/// Appends the genie's turn, with the figures of the LLM turn that made it (latency,
+/// tokens, tool calls, cost) in the same transaction.
+async fn append_turn(
+    app: &AppState,
+    id: &str,
+    turn: PageTurn,
+    figures: Option<super::conversation_figures::TurnFigures>,
+) -> ApiResult<()> {
+    let (id, app2) = (id.to_string(), app.clone());
     app.db
         .write(move |c| {
             let Some(t) = store::transcript(c, &id)? else {
@@ -522,6 +546,9 @@ async fn append_turn(app: &AppState, id: &str, turn: PageTurn) -> ApiResult<()> 
             let mut turns: Vec<PageTurn> = serde_json::from_str(&t).unwrap_or_default();
             turns.push(turn);
             store::set_transcript(c, &id, &serde_json::to_string(&turns)?)?;
+            if let Some(f) = &figures {
+                super::conversation_figures::record_in(c, &app2.prices, &id, f)?;
+            }
             Ok(())
         })
         .await

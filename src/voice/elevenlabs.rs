@@ -53,10 +53,18 @@ impl ElevenLabs {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let resp = req.send().await.map_err(|e| {
-            // reqwest's message names the URL but never the headers, so no key leaks.
-            ProviderError::new(format!("request to ElevenLabs failed: {}", e.without_url()))
-        })?;
+        let span = if crate::telemetry::trace::enabled() {
+            tracing::info_span!("voice.request", provider = "elevenlabs")
+        } else {
+            tracing::Span::none()
+        };
+        let req = span.in_scope(|| crate::telemetry::trace::inject(req));
+        let resp = tracing::Instrument::instrument(req.send(), span)
+            .await
+            .map_err(|e| {
+                // reqwest's message names the URL but never the headers, so no key leaks.
+                ProviderError::new(format!("request to ElevenLabs failed: {}", e.without_url()))
+            })?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         if !status.is_success() {

@@ -38,6 +38,7 @@ pub async fn execute(app: &AppState, run: Run) {
         Ok(out) => ("succeeded", Some(out), None),
         Err(e) => ("failed", None, Some(e)),
     };
+    crate::telemetry::prom::worker_run(status);
     let (id, steps, usage) = (run.id.clone(), json!(state.steps), state.usage.clone());
     let done = app
         .db

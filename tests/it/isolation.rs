@@ -88,6 +88,12 @@ const TABLE: &[Row] = &[
     r("users", "delete", Some("$userA"), "{}", FB),
     // activities
     r("activities", "all", None, "{}", Exp::Own(200)),
+    // analytics: B's own figures; A's genie reads as absent; adminMode is for admins.
+    r("analytics", "overview", None, "{}", Exp::Own(200)),
+    r("analytics", "overview", None, r#"{"genie_id":"$genie"}"#, ANF),
+    r("analytics", "overview", None, r#"{"adminMode":true}"#, FB),
+    r("analytics", "timeseries", None, r#"{"metric":"conversations","interval":"day","genie_id":"$genie"}"#, ANF),
+    r("analytics", "timeseries", None, r#"{"metric":"conversations","interval":"day","adminMode":true}"#, FB),
     r("activities", "list", None, "{}", Exp::Own(200)),
     r("activities", "list", None, r#"{"adminMode":true}"#, FB),
     r("activities", "list", None, r#"{"userId":"$userA"}"#, FB),

@@ -31,6 +31,7 @@ mod live;
 mod marketplace;
 mod notifications;
 mod oidc;
+mod observability;
 mod openapi;
 mod perf;
 mod profiles;

@@ -260,6 +260,11 @@ pub fn records() -> Map<String, Value> {
                 "created_at": time(), "updated_at": time(),
                 "version": {"type": ["integer", "null"], "description": "The genie version that served it (public page chats)"},
                 "transcript": {"description": "Only in get, create, update and analyze answers"},
+                "figures": {
+                    "description": "With the transcript: turns, duration_seconds, llm {calls, first_token_ms {avg, max}, total_ms {avg, max}, tokens_in, tokens_out, tool_calls, per_turn}, estimated_cost {amount, currency, priced_turns, unpriced_turns} or null",
+                    "type": "object",
+                    "required": ["turns", "duration_seconds", "llm", "estimated_cost"],
+                },
             }),
         ),
     );
@@ -457,6 +462,36 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             json!({"sync": r("SyncRun"), "progress": t("object")}),
         ),
         ("conversations", "sync-status") => one("sync", "SyncRun"),
+        ("analytics", "overview") => object(
+            &["overview"],
+            json!({"overview": object(
+                &["from", "to", "conversations", "average_duration_seconds", "analyzed", "successes", "success_rate", "leads", "llm"],
+                json!({
+                    "from": t("string"), "to": t("string"), "genie_id": n("string"),
+                    "conversations": t("integer"), "average_duration_seconds": n("number"),
+                    "analyzed": t("integer"), "successes": t("integer"), "success_rate": n("number"),
+                    "leads": object(&["total", "by_status", "converted", "conversion_rate"], json!({
+                        "total": t("integer"), "by_status": t("object"), "converted": t("integer"),
+                        "conversion_rate": n("number"),
+                    })),
+                    "llm": object(&["tokens_in", "tokens_out", "estimated_cost"], json!({
+                        "tokens_in": t("integer"), "tokens_out": t("integer"),
+                        "estimated_cost": object(&["amount", "currency"], json!({"amount": t("number"), "currency": t("string")})),
+                    })),
+                }),
+            )}),
+        ),
+        ("analytics", "timeseries") => object(
+            &["timeseries"],
+            json!({"timeseries": object(
+                &["metric", "interval", "from", "to", "points"],
+                json!({
+                    "metric": t("string"), "interval": {"enum": ["hour", "day"]},
+                    "from": t("string"), "to": t("string"), "genie_id": n("string"),
+                    "points": arr(object(&["t", "value"], json!({"t": t("string"), "value": n("number")}))),
+                }),
+            )}),
+        ),
         ("worker-genies", "all" | "list") => items("WorkerGenie"),
         ("worker-genies", "get" | "create" | "update") => one("worker_genie", "WorkerGenie"),
         ("worker-genies", "run") => one("run", "WorkerRun"),

@@ -8,6 +8,7 @@ pub mod http_api;
 pub mod oidc_issuer;
 pub mod openai;
 pub mod retell;
+pub mod otlp;
 pub mod smtp;
 pub mod transcripts;
 pub mod vapi;

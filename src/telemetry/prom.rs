@@ -1,0 +1,252 @@
+//! Prometheus metrics through the `metrics` facade. Nothing is recorded until [`install`]
+//! puts the exporter's recorder in place (`--metrics-listen`); until then every call below
+//! goes to the facade's no-op recorder. Label values are bounded: names from the action
+//! tables and job kinds from the code, status codes, fixed outcome words, and model names
+//! only when the operator configured them (others are `other`). No ids, no user input.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics::{counter, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// Histogram buckets in seconds: from a cached read (sub-millisecond) to a slow LLM call.
+const BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0,
+];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+static PROCESS: OnceLock<metrics_process::Collector> = OnceLock::new();
+
+/// Installs the process-wide recorder (once; later calls return the same handle).
+pub fn install() -> anyhow::Result<PrometheusHandle> {
+    if let Some(h) = HANDLE.get() {
+        return Ok(h.clone());
+    }
+    let mut builder = PrometheusBuilder::new();
+    for name in [
+        "genied_http_request_duration_seconds",
+        "genied_db_commit_duration_seconds",
+        "genied_llm_request_duration_seconds",
+    ] {
+        builder = builder.set_buckets_for_metric(Matcher::Full(name.into()), BUCKETS)?;
+    }
+    let recorder = builder.build_recorder();
+    let handle = recorder.handle();
+    match metrics::set_global_recorder(recorder) {
+        Ok(()) => {
+            let _ = HANDLE.set(handle);
+            describe();
+            let process = metrics_process::Collector::default();
+            process.describe();
+            let _ = PROCESS.set(process);
+        }
+        // Another thread won the race; its recorder is the one in place.
+        Err(_) if HANDLE.get().is_some() => {}
+        Err(e) => anyhow::bail!("cannot install the metrics recorder: {e}"),
+    }
+    HANDLE
+        .get()
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("the metrics recorder is not installed"))
+}
+
+/// Whether [`install`] ran in this process.
+pub fn enabled() -> bool {
+    HANDLE.get().is_some()
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        "genied_http_requests_total",
+        "HTTP requests answered, by resource, action and status code"
+    );
+    describe_histogram!(
+        "genied_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer an HTTP request, by resource, action and status class"
+    );
+    describe_gauge!(
+        "genied_db_write_queue_depth",
+        "Database writes queued for the single writer and not yet started"
+    );
+    describe_histogram!(
+        "genied_db_commit_duration_seconds",
+        Unit::Seconds,
+        "Time of one group commit of the database writer"
+    );
+    describe_gauge!(
+        "genied_jobs",
+        "Jobs in the durable queue, by kind and state"
+    );
+    describe_gauge!(
+        "genied_job_oldest_due_age_seconds",
+        Unit::Seconds,
+        "How long the longest-waiting due job of each kind has been due"
+    );
+    describe_counter!(
+        "genied_webhook_deliveries_total",
+        "Webhook delivery attempts, by outcome (delivered, failed, refused)"
+    );
+    describe_counter!(
+        "genied_llm_requests_total",
+        "LLM chat-completions calls, by model and outcome (ok, error)"
+    );
+    describe_histogram!(
+        "genied_llm_request_duration_seconds",
+        Unit::Seconds,
+        "Time of one LLM call, by model"
+    );
+    describe_counter!(
+        "genied_llm_tokens_total",
+        "LLM tokens, by model and kind (input, output)"
+    );
+    describe_counter!(
+        "genied_worker_runs_total",
+        "Worker genie runs finished, by status"
+    );
+    describe_gauge!(
+        "genied_conversations_active",
+        "Conversations initiated or in progress"
+    );
+}
+
+/// The text exposition of every metric, after the process metrics are refreshed.
+pub fn render() -> Option<String> {
+    let handle = HANDLE.get()?;
+    if let Some(p) = PROCESS.get() {
+        p.collect();
+    }
+    Some(handle.render())
+}
+
+/// Drains histogram samples into their buckets so memory stays flat between scrapes.
+pub fn upkeep() {
+    if let Some(h) = HANDLE.get() {
+        h.run_upkeep();
+    }
+}
+
+/// The status code as a `'static` label (no allocation on the request path).
+pub fn status_label(code: u16) -> &'static str {
+    match code {
+        200 => "200",
+        201 => "201",
+        202 => "202",
+        204 => "204",
+        301 => "301",
+        302 => "302",
+        303 => "303",
+        304 => "304",
+        307 => "307",
+        308 => "308",
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        405 => "405",
+        408 => "408",
+        409 => "409",
+        413 => "413",
+        415 => "415",
+        422 => "422",
+        429 => "429",
+        500 => "500",
+        502 => "502",
+        503 => "503",
+        504 => "504",
+        c => status_class(c),
+    }
+}
+
+pub fn status_class(code: u16) -> &'static str {
+    match code / 100 {
+        1 => "1xx",
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        _ => "5xx",
+    }
+}
+
+/// One answered HTTP request.
+pub fn http_request(resource: &'static str, action: &'static str, status: u16, took: Duration) {
+    counter!("genied_http_requests_total", "resource" => resource, "action" => action, "status" => status_label(status))
+        .increment(1);
+    histogram!("genied_http_request_duration_seconds", "resource" => resource, "action" => action, "status" => status_class(status))
+        .record(took.as_secs_f64());
+}
+
+/// `n` writes joined (positive) or left (negative) the writer's queue.
+pub fn db_queue(n: f64) {
+    gauge!("genied_db_write_queue_depth").increment(n);
+}
+
+pub fn db_commit(took: Duration) {
+    histogram!("genied_db_commit_duration_seconds").record(took.as_secs_f64());
+}
+
+/// One webhook delivery attempt: `delivered`, `failed` or `refused`.
+pub fn webhook_delivery(outcome: &'static str) {
+    counter!("genied_webhook_deliveries_total", "outcome" => outcome).increment(1);
+}
+
+/// One LLM call; `model` is already bounded by the caller (see `llm::Llm::model_label`).
+pub fn llm_request(model: &str, ok: bool, took: Duration, tokens_in: i64, tokens_out: i64) {
+    let model = model.to_string();
+    let outcome = if ok { "ok" } else { "error" };
+    counter!("genied_llm_requests_total", "model" => model.clone(), "outcome" => outcome)
+        .increment(1);
+    histogram!("genied_llm_request_duration_seconds", "model" => model.clone())
+        .record(took.as_secs_f64());
+    if tokens_in > 0 {
+        counter!("genied_llm_tokens_total", "model" => model.clone(), "kind" => "input")
+            .increment(tokens_in as u64);
+    }
+    if tokens_out > 0 {
+        counter!("genied_llm_tokens_total", "model" => model, "kind" => "output")
+            .increment(tokens_out as u64);
+    }
+}
+
+/// A worker genie run ended: `succeeded` or `failed`.
+pub fn worker_run(status: &'static str) {
+    counter!("genied_worker_runs_total", "status" => status).increment(1);
+}
+
+/// Jobs of one kind in one state, and (for the pending ones) how long the oldest has been due.
+#[derive(Debug, Clone)]
+pub struct JobGauge {
+    pub kind: String,
+    pub state: String,
+    pub count: i64,
+    pub oldest_due_age_seconds: f64,
+}
+
+/// Sets the queue gauges from a fresh count; kinds and states seen before and absent now
+/// drop to zero instead of keeping their last value.
+pub fn set_jobs(now: &[JobGauge]) {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static SEEN: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut due_kinds = BTreeSet::new();
+    for j in now {
+        seen.insert((j.kind.clone(), j.state.clone()));
+    }
+    for (kind, state) in seen.iter() {
+        let found = now.iter().find(|j| &j.kind == kind && &j.state == state);
+        gauge!("genied_jobs", "kind" => kind.clone(), "state" => state.clone())
+            .set(found.map_or(0.0, |j| j.count as f64));
+        if state == "pending" && due_kinds.insert(kind.clone()) {
+            gauge!("genied_job_oldest_due_age_seconds", "kind" => kind.clone())
+                .set(found.map_or(0.0, |j| j.oldest_due_age_seconds));
+        }
+    }
+}
+
+pub fn set_conversations_active(n: i64) {
+    gauge!("genied_conversations_active").set(n as f64);
+}
