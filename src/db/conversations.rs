@@ -90,7 +90,7 @@ fn from_row(r: &Row, with_transcript: bool) -> rusqlite::Result<Conversation> {
     let figures = if with_transcript {
         Some(super::conversation_figures::figures(
             r,
-            17,
+            18,
             turn_count,
             duration_seconds,
         )?)
