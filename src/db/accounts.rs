@@ -1,4 +1,4 @@
-//! Accounts beyond the profile (migration V30): password hashes, the disabled flag,
+//! Accounts beyond the profile (migration V13): password hashes, the disabled flag,
 //! one-time account tokens (password reset, email change; stored as hashes), account
 //! invitations, and identities at OpenID providers.
 

@@ -123,7 +123,7 @@ pub fn find_by_hash(c: &Connection, key_hash: &str) -> rusqlite::Result<Option<K
             key_id: r.get(0)?,
             user_id: r.get(1)?,
             role: Role::parse(&role).unwrap_or(Role::Consumer),
-            // A disabled user's keys stop with them (V30).
+            // A disabled user's keys stop with them (V13).
             active: status == "active" && !r.get::<_, bool>(6)?,
             last_used_at: r.get(4)?,
             epoch: r.get(5)?,
