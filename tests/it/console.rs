@@ -828,3 +828,86 @@ async fn the_console_offers_single_sign_on_and_opens_reset_links() {
     "#, email = json!(email))).await;
     assert!(signed_in.contains("reset.me@example.test"), "{signed_in}");
 }
+
+/// A consumer signs in to the console and sees read-only pages: the genie assigned to them,
+/// its settings disabled, and none of the controls that change something (the API refuses
+/// those writes anyway: `isolation`).
+#[tokio::test]
+async fn a_consumer_sees_read_only_pages() {
+    let app = TestApp::spawn().await;
+    let owner = app.standard().await;
+    let genie = app
+        .call(
+            &owner.token,
+            "genies",
+            "create",
+            None,
+            json!({"genieName": "Front desk", "systemPrompt": "You answer questions."}),
+        )
+        .await;
+    let genie_id = genie.ok(201)["genie"]["id"].as_str().unwrap().to_string();
+    let email = "viewer@example.test";
+    let password = "viewer-Secret-623-maple";
+    let hash = genied::auth::passwords::hash(password).unwrap();
+    let viewer = app
+        .state
+        .db
+        .write(move |c| {
+            Ok(genied::db::users::insert(
+                c,
+                email,
+                Some("Viewer"),
+                genied::db::users::Role::Consumer,
+                Some(&hash),
+            )?)
+        })
+        .await
+        .unwrap();
+    app.call(
+        &owner.token,
+        "genies",
+        "assign",
+        Some(json!(genie_id)),
+        json!({"userId": viewer.id}),
+    )
+    .await
+    .ok(200);
+
+    let browser = Browser::launch(&format!("{}/", app.base)).await;
+    let mut page = browser.page(&app.base).await;
+    let seen = run(&mut page, &format!(r#"
+        await until(() => location.pathname.startsWith('/console') && $('#signin'), 'the sign-in form');
+        set($('#signin [name=email]'), {email});
+        set($('#signin [name=password]'), {password});
+        $('#signin').requestSubmit();
+        await until(() => ready() && $('#main h1') && $('#main h1').innerText === 'Genies', 'the genies page');
+        const list = text();
+        const newGenie = !!$('#new-genie');
+        await settle(() => [...$$('#main a')].find(a => a.innerText === 'Front desk').click(), 'the genie page');
+        const form = await until(() => $('#genie-form'), 'the settings form');
+        const enabled = [...form.elements].filter(e => !e.disabled).map(e => e.name || e.type);
+        const buttons = [...$$('#main button')].map(b => b.innerText);
+        await go('documents');
+        const upload = !!$('#drop');
+        return {{ list, newGenie, enabled, buttons, upload, who: $('.who').innerText }};
+    "#, email = json!(email), password = json!(password))).await;
+    assert!(
+        seen["list"].as_str().unwrap().contains("Front desk"),
+        "{seen}"
+    );
+    assert_eq!(seen["newGenie"], false, "{seen}");
+    assert_eq!(
+        seen["enabled"],
+        json!([]),
+        "every settings control is disabled: {seen}"
+    );
+    for b in seen["buttons"].as_array().unwrap() {
+        let b = b.as_str().unwrap();
+        assert!(
+            !["Delete", "Clone", "Share", "Attach", "Get a phone number"].contains(&b),
+            "a consumer sees the {b} button: {seen}"
+        );
+    }
+    assert_eq!(seen["upload"], false, "{seen}");
+    assert!(seen["who"].as_str().unwrap().contains("consumer"), "{seen}");
+}
