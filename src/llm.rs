@@ -281,6 +281,36 @@ impl Llm {
     pub async fn chat_stream(
         &self,
         req: &ChatRequest,
+        on_token: impl FnMut(&str),
+    ) -> Result<StreamedTurn, String> {
+        // Counted and traced as `chat` is (the same metrics, span and trace header).
+        let started = std::time::Instant::now();
+        let out = if crate::telemetry::trace::enabled() {
+            use tracing::Instrument;
+            let span = tracing::info_span!("llm.chat", model = self.model_label(&req.model));
+            self.stream_call(req, on_token).instrument(span).await
+        } else {
+            self.stream_call(req, on_token).await
+        };
+        if crate::telemetry::prom::enabled() {
+            let (ok, usage) = match &out {
+                Ok(t) => (true, t.response.usage.clone()),
+                Err(_) => (false, Usage::default()),
+            };
+            crate::telemetry::prom::llm_request(
+                self.model_label(&req.model),
+                ok,
+                started.elapsed(),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            );
+        }
+        out
+    }
+
+    async fn stream_call(
+        &self,
+        req: &ChatRequest,
         mut on_token: impl FnMut(&str),
     ) -> Result<StreamedTurn, String> {
         use eventsource_stream::Eventsource;
@@ -296,6 +326,7 @@ impl Llm {
         if !self.api_key.0.is_empty() {
             http = http.bearer_auth(&self.api_key.0);
         }
+        let http = crate::telemetry::trace::inject(http);
         let resp = http
             .send()
             .await
