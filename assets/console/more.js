@@ -269,19 +269,53 @@ export const voices = {
     const search = input('search', '', { type: 'search', placeholder: 'Name, accent, use' });
     const favs = h('input', { type: 'checkbox', id: 'fav-only' });
     const list = h('div', {}, loading());
-    const cols = h('div', {});
+    const cols = h('div', { id: 'collections' });
+    let collections = [];
+    // Names of every voice listed so far, for the collections' lists.
+    const names = new Map();
+    const voiceName = (id) => names.get(id) || id;
+    // Adds a voice to one of the user's collections (the select's choice).
+    const addTo = (v) => {
+      if (ctx.readOnly || !collections.length) return null;
+      const sel = select('collection', [['', 'Add to…'], ...collections.map((c) => [c.id, c.name])], '', { class: 'small', 'aria-label': 'Add ' + v.name + ' to a collection' });
+      sel.addEventListener('change', async () => {
+        const c = collections.find((x) => x.id === sel.value);
+        if (c && await attempt(() => api.call('voice-collections', 'add-voice', c.id, { voice_id: v.voice_id }), `Added to ${c.name}.`)) loadCols();
+        sel.value = '';
+      });
+      return sel;
+    };
     const load = () => guarded(list, async () => {
       const d = await api.call('voices', 'list', null, { search: search.value.trim() || undefined, favorites_only: favs.checked || undefined, limit: 200 });
+      for (const v of d.voices) names.set(v.voice_id, v.name);
       mount(list, d.voices.length ? table([
         ['Name', (v) => v.name], ['Language', (v) => v.language || '—'], ['Gender', (v) => v.gender || '—'], ['Accent', (v) => v.accent || '—'],
         ['Use', (v) => v.use_case || '—'], ['Source', (v) => v.source],
         ['Favourite', (v) => button(v.is_favorite ? '★' : '☆', async () => { if (await attempt(() => api.call('voices', v.is_favorite ? 'unfavorite' : 'favorite', v.voice_id))) load(); }, { class: 'icon', 'aria-label': (v.is_favorite ? 'Remove ' : 'Add ') + v.name + (v.is_favorite ? ' from' : ' to') + ' favourites', 'aria-pressed': String(!!v.is_favorite) })],
+        ['', addTo],
       ], d.voices, 'Voices') : empty('No voice matches.'));
     });
     const loadCols = () => guarded(cols, async () => {
       const d = await api.call('voice-collections', 'list');
-      mount(cols, d.collections.length ? h('ul', {}, d.collections.map((c) => h('li', {}, `${c.name} (${c.voice_count} voices)`,
-        ctx.readOnly ? null : button('Delete', async () => { if (await confirm(`Delete the collection “${c.name}”?`) && await attempt(() => api.call('voice-collections', 'delete', c.id))) loadCols(); }, { class: 'small danger' })))) : empty('No collections.'),
+      collections = d.collections;
+      // The voice table's "Add to…" lists the collections as they are now.
+      await load();
+      mount(cols, d.collections.length ? h('ul', { class: 'plain' }, d.collections.map((c) => h('li', { class: 'card' },
+        h('h3', {}, c.name, h('small', { class: 'muted' }, ` · ${c.voice_count} voices`)),
+        c.description ? h('p', {}, c.description) : null,
+        (c.voice_ids || []).length ? h('ul', { class: 'plain' }, c.voice_ids.map((id) => h('li', {}, voiceName(id), ' ',
+          ctx.readOnly ? null : button('Remove', async () => {
+            if (await attempt(() => api.call('voice-collections', 'remove-voice', c.id, { voice_id: id }))) loadCols();
+          }, { class: 'small', 'aria-label': `Remove ${voiceName(id)} from ${c.name}` })))) : empty('No voices yet: add them from the list above.'),
+        ctx.readOnly ? null : h('div', { class: 'actions' },
+          button('Rename', () => dialog('Rename ' + c.name, (close) => form([
+            field('Name', input('name', c.name, { required: true, maxlength: 100 })),
+            field('Description', textarea('description', c.description, { rows: 2 })),
+          ], 'Save', async (v) => {
+            await api.call('voice-collections', 'update', c.id, { name: v.name, description: v.description || null });
+            close(true);
+          })).then((ok) => ok && loadCols()), { class: 'small' }),
+          button('Delete', async () => { if (await confirm(`Delete the collection “${c.name}”?`) && await attempt(() => api.call('voice-collections', 'delete', c.id))) loadCols(); }, { class: 'small danger' }))))) : empty('No collections.'),
       ctx.readOnly ? null : form([field('New collection', input('name', '', { required: true }))], 'Create', async (v, f) => { await api.call('voice-collections', 'create', null, { name: v.name }); f.reset(); loadCols(); }));
     });
     search.addEventListener('input', debounce(load));
@@ -289,7 +323,7 @@ export const voices = {
     mount(main, header('Voices'),
       h('div', { class: 'filters' }, field('Search', search), h('div', { class: 'field check' }, favs, h('label', { for: 'fav-only' }, 'Favourites only'))),
       list, section('Collections', cols));
-    await Promise.all([load(), loadCols()]);
+    await loadCols();
   },
 };
 

@@ -731,6 +731,36 @@ async fn the_console_reaches_the_smaller_actions_of_each_page() {
     assert_eq!(l["name"], "Bakery front desk", "{l}");
     assert_eq!(l["is_featured"], true, "{l}");
 
+    // Voices: a collection gets a voice from the list, then loses it again.
+    let col = call(
+        "voice-collections",
+        "create",
+        None,
+        json!({"name": "Warm voices"}),
+    )
+    .await;
+    let col_id = col.ok(201)["collection"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let added = run_str(&mut page, r#"
+        await go('voices');
+        const sel = await until(() => $('select[name=collection]'), 'an "Add to" picker');
+        const voice = sel.getAttribute('aria-label').replace(/^Add /, '').replace(/ to a collection$/, '');
+        set(sel, [...sel.options].find(o => o.text === 'Warm voices').value);
+        await until(() => $('button[aria-label="Remove ' + voice + ' from Warm voices"]'), 'the voice in the collection');
+        return voice;
+    "#).await;
+    let c = call("voice-collections", "get", Some(json!(col_id)), json!({})).await;
+    assert_eq!(c.ok(200)["collection"]["voice_count"], 1, "{added}");
+    run(&mut page, &format!(r#"
+        $('button[aria-label="Remove {added} from Warm voices"]').click();
+        await until(() => !$('button[aria-label="Remove {added} from Warm voices"]'), 'the removal');
+        return true;
+    "#)).await;
+    let c = call("voice-collections", "get", Some(json!(col_id)), json!({})).await;
+    assert_eq!(c.ok(200)["collection"]["voice_count"], 0);
+
     // Notifications: the report is there, and "mark all as read" reads it.
     let shown = run_str(&mut page, r#"
         await go('notifications');
