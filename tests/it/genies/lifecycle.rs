@@ -155,21 +155,33 @@ async fn elevenlabs_failure_on_delete_queues_a_durable_cleanup() {
             .await
             .unwrap();
     };
-    // Still failing: the job stays, with its error recorded.
+    // Still failing: the job stays, with its error recorded. The background worker may take
+    // the due job before `run_jobs` does, so wait (bounded) until an attempt has ended.
     make_due().await;
-    app.run_jobs().await;
-    let (status, attempts, err): (String, i64, Option<String>) = app
-        .state
-        .db
-        .read(|c| {
-            Ok(
-                c.query_row("SELECT status, attempts, last_error FROM jobs", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?,
-            )
-        })
-        .await
-        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (status, attempts, err): (String, i64, Option<String>) = loop {
+        app.run_jobs().await;
+        let row: (String, i64, Option<String>) = app
+            .state
+            .db
+            .read(|c| {
+                Ok(
+                    c.query_row("SELECT status, attempts, last_error FROM jobs", [], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })?,
+                )
+            })
+            .await
+            .unwrap();
+        if row.0 != "running" && row.1 >= 1 {
+            break row;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no attempt of the clean-up ended: {row:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     assert_eq!(status, "pending");
     assert!(attempts >= 1);
     assert!(err.unwrap().contains("500"));
