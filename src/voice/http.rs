@@ -65,6 +65,15 @@ impl BearerClient {
         })
     }
 
+    /// `DELETE path`, where a thing already gone ([`is_gone`]) counts as deleted: deleting
+    /// is idempotent for genied whatever the platform answers for a second delete.
+    pub async fn delete(&self, path: &str) -> ProviderResult<()> {
+        match self.call(Method::DELETE, path, &[], Body::None).await {
+            Err(e) if !is_gone(&e) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// One logical call, retried as the module comment says. An empty 2xx body is `Null`.
     pub async fn call(
         &self,

@@ -60,19 +60,9 @@ impl Retell {
     }
 
     async fn delete_llm(&self, llm_id: &str) -> ProviderResult<()> {
-        match self
-            .api
-            .call(
-                Method::DELETE,
-                &format!("/delete-retell-llm/{}", seg(llm_id)),
-                &[],
-                Body::None,
-            )
+        self.api
+            .delete(&format!("/delete-retell-llm/{}", seg(llm_id)))
             .await
-        {
-            Err(e) if !is_gone(&e) => Err(e),
-            _ => Ok(()),
-        }
     }
 }
 
@@ -363,19 +353,9 @@ impl VoiceProvider for Retell {
             Err(e) if is_gone(&e) => return Ok(()),
             Err(e) => return Err(e),
         };
-        match self
-            .api
-            .call(
-                Method::DELETE,
-                &format!("/delete-agent/{}", seg(agent_id)),
-                &[],
-                Body::None,
-            )
-            .await
-        {
-            Err(e) if !is_gone(&e) => return Err(e),
-            _ => {}
-        }
+        self.api
+            .delete(&format!("/delete-agent/{}", seg(agent_id)))
+            .await?;
         if let Some(l) = llm {
             self.delete_llm(&l).await?;
         }
@@ -421,19 +401,9 @@ impl VoiceProvider for Retell {
     }
 
     async fn delete_document(&self, doc_id: &str) -> ProviderResult<()> {
-        match self
-            .api
-            .call(
-                Method::DELETE,
-                &format!("/delete-knowledge-base/{}", seg(doc_id)),
-                &[],
-                Body::None,
-            )
+        self.api
+            .delete(&format!("/delete-knowledge-base/{}", seg(doc_id)))
             .await
-        {
-            Err(e) if !is_gone(&e) => Err(e),
-            _ => Ok(()),
-        }
     }
 
     /// Buys a number from Retell and binds it to the agent for inbound and outbound calls.
@@ -466,19 +436,9 @@ impl VoiceProvider for Retell {
     }
 
     async fn release_number(&self, external_id: &str) -> ProviderResult<()> {
-        match self
-            .api
-            .call(
-                Method::DELETE,
-                &format!("/delete-phone-number/{}", seg(external_id)),
-                &[],
-                Body::None,
-            )
+        self.api
+            .delete(&format!("/delete-phone-number/{}", seg(external_id)))
             .await
-        {
-            Err(e) if !is_gone(&e) => Err(e),
-            _ => Ok(()),
-        }
     }
 
     fn supports_calls(&self) -> bool {

@@ -111,19 +111,7 @@ impl Vapi {
     }
 
     async fn delete_tool(&self, id: &str) -> ProviderResult<()> {
-        match self
-            .api
-            .call(
-                Method::DELETE,
-                &format!("/tool/{}", seg(id)),
-                &[],
-                Body::None,
-            )
-            .await
-        {
-            Err(e) if !is_gone(&e) => Err(e),
-            _ => Ok(()),
-        }
+        self.api.delete(&format!("/tool/{}", seg(id))).await
     }
 
     fn assistant_body(&self, spec: &AgentSpec, kb_tool: Option<&str>) -> Value {
@@ -403,19 +391,9 @@ impl VoiceProvider for Vapi {
             Err(e) if is_gone(&e) => return Ok(()),
             Err(e) => return Err(e),
         };
-        match self
-            .api
-            .call(
-                Method::DELETE,
-                &format!("/assistant/{}", seg(agent_id)),
-                &[],
-                Body::None,
-            )
-            .await
-        {
-            Err(e) if !is_gone(&e) => return Err(e),
-            _ => {}
-        }
+        self.api
+            .delete(&format!("/assistant/{}", seg(agent_id)))
+            .await?;
         if let Some(t) = kb_tool_of(&current) {
             self.delete_tool(&t).await?;
         }
@@ -481,19 +459,7 @@ impl VoiceProvider for Vapi {
     }
 
     async fn delete_document(&self, doc_id: &str) -> ProviderResult<()> {
-        match self
-            .api
-            .call(
-                Method::DELETE,
-                &format!("/file/{}", seg(doc_id)),
-                &[],
-                Body::None,
-            )
-            .await
-        {
-            Err(e) if !is_gone(&e) => Err(e),
-            _ => Ok(()),
-        }
+        self.api.delete(&format!("/file/{}", seg(doc_id))).await
     }
 
     /// A free Vapi number bound to the assistant (US only, no international calls).
@@ -525,19 +491,9 @@ impl VoiceProvider for Vapi {
     }
 
     async fn release_number(&self, external_id: &str) -> ProviderResult<()> {
-        match self
-            .api
-            .call(
-                Method::DELETE,
-                &format!("/phone-number/{}", seg(external_id)),
-                &[],
-                Body::None,
-            )
+        self.api
+            .delete(&format!("/phone-number/{}", seg(external_id)))
             .await
-        {
-            Err(e) if !is_gone(&e) => Err(e),
-            _ => Ok(()),
-        }
     }
 
     fn supports_calls(&self) -> bool {
