@@ -1,9 +1,10 @@
 // Genies: the list (search, groups, order), create, and one genie's page (prompt, first
 // message, voice, conversation settings, documents, phone, public page and QR code, clone,
-// delete).
+// delete; versions, traffic and tests come from versions.js).
 
 import { h, mount, field, input, textarea, select, checkbox, button, loading, empty, errorBox,
   form, table, pager, debounce, confirm, dialog, header, section, badge, fmtDate, toast, attempt } from './ui.js';
+import { versionsSection } from './versions.js';
 
 const LIMIT = 20;
 
@@ -191,7 +192,8 @@ async function detail(main, ctx, id) {
     h('div', { class: 'columns' },
       section('Settings', settingsForm),
       h('div', {}, section('Public page', page), section('Documents', docs), section('Phone number', phone),
-        ro ? null : section('Sharing', sharing()))));
+        ro ? null : section('Sharing', sharing()))),
+    section('Versions, traffic and tests', versionsSection(ctx, g, () => ctx.navigate('genies/' + g.id, true))));
 
   // `assign` gives a consumer account read access to this genie; the API knows users by id.
   function sharing() {

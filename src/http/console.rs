@@ -56,6 +56,16 @@ pub const FILES: &[(&str, &str, &str)] = &[
     ),
     ("more.js", JS, include_str!("../../assets/console/more.js")),
     (
+        "versions.js",
+        JS,
+        include_str!("../../assets/console/versions.js"),
+    ),
+    (
+        "analytics.js",
+        JS,
+        include_str!("../../assets/console/analytics.js"),
+    ),
+    (
         "console.css",
         CSS,
         include_str!("../../assets/console/console.css"),

@@ -941,3 +941,172 @@ async fn a_consumer_sees_read_only_pages() {
     assert_eq!(seen["upload"], false, "{seen}");
     assert!(seen["who"].as_str().unwrap().contains("consumer"), "{seen}");
 }
+
+/// Versions, traffic and tests on a genie's page, and the analytics page: a prompt change
+/// staged as a draft and compared with live, a test created in the page, the draft published
+/// only after that test passed against it (the fake LLM answers the draft's prompt), a
+/// rollback to version 1, a 70/30 split; then the analytics page shows the conversation.
+/// Each step is checked through the API.
+#[tokio::test]
+async fn the_console_manages_versions_traffic_and_tests_and_shows_analytics() {
+    use crate::common::fakes::openai::{Expect, FakeOpenAi, Turn};
+    let llm = FakeOpenAi::start(Expect::Any).await;
+    let l2 = llm.clone();
+    let app = TestApp::spawn_with(move |c| l2.configure(c)).await;
+    genied::app::bootstrap_first_admin(&app.state)
+        .unwrap()
+        .expect("a fresh data directory gets a first admin");
+    let file = std::fs::read_to_string(app.dir.path().join("secrets/initial-admin.txt")).unwrap();
+    let password = file
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("password:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let admin = admin_token(&app).await;
+    let call = |resource: &'static str, action: &'static str, id: Option<Value>, data: Value| {
+        let (app, admin) = (&app, admin.clone());
+        async move { app.call(&admin, resource, action, id, data).await }
+    };
+    let genie = call(
+        "genies",
+        "create",
+        None,
+        json!({"genieName": "Front desk", "systemPrompt": "You answer questions."}),
+    )
+    .await;
+    let genie_id = genie.ok(201)["genie"]["id"].as_str().unwrap().to_string();
+    call(
+        "conversations",
+        "create",
+        None,
+        json!({"genieId": genie_id, "transcript": [
+            {"role": "user", "message": "When do you open?", "time_in_call_secs": 0},
+            {"role": "agent", "message": "At seven.", "time_in_call_secs": 2}]}),
+    )
+    .await
+    .ok(201);
+
+    let browser = Browser::launch(&format!("{}/", app.base)).await;
+    let mut page = browser.page(&app.base).await;
+    sign_in(&mut page, &password).await;
+
+    // A draft, and its difference from live.
+    let diff = run_str(
+        &mut page,
+        &format!(
+            r#"
+        await visit('genies/{genie_id}');
+        const f = await until(() => $('#draft-form'), 'the draft form');
+        f.closest('details').open = true;
+        set(f.querySelector('[name=system_prompt]'), 'You welcome every guest warmly.');
+        f.requestSubmit();
+        await until(() => $('#draft-box'), 'the staged draft');
+        [...$$('#draft-box button')].find(b => b.innerText === 'Compare with live').click();
+        const d = await until(() => $('dialog[open] table'), 'the changes');
+        const t = d.innerText;
+        $('dialog[open] button[aria-label=Close]').click();
+        return t;
+    "#
+        ),
+    )
+    .await;
+    assert!(
+        diff.contains("system_prompt") && diff.contains("You welcome every guest warmly."),
+        "{diff}"
+    );
+    let v = call("genies", "versions", Some(json!(genie_id)), json!({})).await;
+    assert_eq!(v.ok(200)["draft"]["base_version"], 1);
+    let g = call("genies", "get", Some(json!(genie_id)), json!({})).await;
+    assert_eq!(g.ok(200)["genie"]["system_prompt"], "You answer questions.");
+
+    // A test made in the page; publishing with tests required plays it against the draft.
+    run(&mut page, r#"
+        const f = await until(() => $('#test-form'), 'the test form');
+        f.closest('details').open = true;
+        set(f.querySelector('[name=name]'), 'greets');
+        set(f.querySelector('[name=turns]'), 'Hello');
+        set(f.querySelector('[name=contains]'), 'welcome');
+        f.requestSubmit();
+        await until(() => $('#genie-tests table') && $('#genie-tests').innerText.includes('greets'), 'the new test');
+        return true;
+    "#).await;
+    let tests = call("genie-tests", "all", None, json!({"genie_id": genie_id})).await;
+    let test = tests.ok(200)["tests"][0].clone();
+    assert_eq!(test["turns"], json!(["Hello"]), "{test}");
+    assert_eq!(
+        test["criteria"],
+        json!([{"type": "contains", "value": "welcome"}])
+    );
+    llm.push([Turn::Answer("Welcome to the bakery!")]);
+    run(&mut page, r#"
+        $('#publish-draft').click();
+        const f = await until(() => $('#publish-form'), 'the publish form');
+        set(f.querySelector('[name=note]'), 'warmer greeting');
+        f.querySelector('[name=require_tests]').click();
+        f.requestSubmit();
+        await until(() => !$('#draft-box') && $('#versions').innerText.includes('warmer greeting'), 'the published version');
+        return true;
+    "#).await;
+    assert_eq!(llm.problems(), Vec::<String>::new());
+    let sent = llm.requests();
+    assert!(
+        sent.iter().any(|r| r
+            .body
+            .to_string()
+            .contains("You welcome every guest warmly.")),
+        "the test ran against the draft's prompt"
+    );
+    let g = call("genies", "get", Some(json!(genie_id)), json!({})).await;
+    assert_eq!(
+        g.ok(200)["genie"]["system_prompt"],
+        "You welcome every guest warmly."
+    );
+
+    // Roll back to version 1: live again, recorded as version 3.
+    run(&mut page, r#"
+        (await until(() => $('button[aria-label="Roll back to version 1"]'), 'the rollback button')).click();
+        (await until(() => $('dialog[open] button.danger'), 'the confirmation')).click();
+        await until(() => $('#versions') && $('#versions').innerText.includes('rollback to version 1'), 'the rollback');
+        return true;
+    "#).await;
+    let v = call("genies", "versions", Some(json!(genie_id)), json!({})).await;
+    let v = v.ok(200).clone();
+    assert_eq!(v["count"], 3, "{v}");
+    let g = call("genies", "get", Some(json!(genie_id)), json!({})).await;
+    assert_eq!(g.ok(200)["genie"]["system_prompt"], "You answer questions.");
+
+    // 70% to version 1, 30% to version 2.
+    run(
+        &mut page,
+        r#"
+        const f = await until(() => $('#traffic-form'), 'the traffic form');
+        set(f.querySelector('[name=a]'), '1');
+        set(f.querySelector('[name=weight]'), '70');
+        set(f.querySelector('[name=b]'), '2');
+        f.requestSubmit();
+        await until(() => $('#traffic-now').innerText.includes('version 1 70%'), 'the split');
+        return true;
+    "#,
+    )
+    .await;
+    let v = call("genies", "versions", Some(json!(genie_id)), json!({})).await;
+    assert_eq!(
+        v.ok(200)["traffic"],
+        json!([{"version": 1, "weight": 70}, {"version": 2, "weight": 30}])
+    );
+
+    // Analytics: the one conversation of today, in the figures and on the chart.
+    let shown = run_str(&mut page, r#"
+        await go('analytics');
+        await until(() => $('#stat-conversations') && $('#series-chart'), 'the figures and the chart');
+        return $('#stat-conversations').innerText + ' | ' + $('#series-chart').getAttribute('aria-label');
+    "#).await;
+    let o = call("analytics", "overview", None, json!({"dateRange": "30d"})).await;
+    let n = o.ok(200)["overview"]["conversations"].as_i64().unwrap();
+    assert_eq!(n, 1);
+    assert!(
+        shown.contains("Conversations\n1") && shown.contains("by day"),
+        "{shown}"
+    );
+}
