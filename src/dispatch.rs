@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult, Kind};

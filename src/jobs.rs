@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::Value;
 
 use crate::db;

@@ -74,7 +74,7 @@ pub fn new_secret() -> String {
 /// transaction, like credentials, so a concurrent key rotation cannot miss it.
 pub fn seal_secret(
     app: &AppState,
-    c: &rusqlite::Connection,
+    c: &crate::db::Connection,
     id: &str,
     secret: &str,
 ) -> ApiResult<Vec<u8>> {
@@ -89,7 +89,7 @@ pub fn secret_prefix(secret: &str) -> String {
 
 /// Queues a delivery of `event_body` to one endpoint; inside the caller's transaction.
 pub fn queue(
-    c: &rusqlite::Connection,
+    c: &crate::db::Connection,
     webhook_id: &str,
     event_id: &str,
     event_type: &str,

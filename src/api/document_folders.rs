@@ -44,7 +44,7 @@ fn clean_name(n: &str) -> ApiResult<String> {
     Ok(n.to_string())
 }
 
-fn parent(c: &rusqlite::Connection, user: &str, p: Option<&str>) -> ApiResult<()> {
+fn parent(c: &crate::db::Connection, user: &str, p: Option<&str>) -> ApiResult<()> {
     if let Some(p) = p
         && folders::get(c, user, p)?.is_none()
     {

@@ -2,7 +2,7 @@
 //! one-time account tokens (password reset, email change; stored as hashes), account
 //! invitations, and identities at OpenID providers.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::users::{Role, User};

@@ -1,6 +1,6 @@
 //! The audit log: one row per mutating action, written by `api::dispatch` for every resource.
 
-use rusqlite::{Connection, Row, ToSql, params};
+use crate::db::sql::{Connection, Row, ToSql, params};
 use serde::Serialize;
 
 use super::{new_id, now};
@@ -88,7 +88,7 @@ pub fn list(
     let (w, mut args) = where_clause(f);
     let total: i64 = c.query_row(
         &format!("SELECT COUNT(*) FROM activities{w}"),
-        rusqlite::params_from_iter(args.iter()),
+        crate::db::sql::params_from_iter(args.iter()),
         |r| r.get(0),
     )?;
     let n = args.len();
@@ -101,7 +101,7 @@ pub fn list(
         n + 2
     ))?;
     let rows = st
-        .query_map(rusqlite::params_from_iter(args.iter()), |r: &Row| {
+        .query_map(crate::db::sql::params_from_iter(args.iter()), |r: &Row| {
             Ok(Activity {
                 id: r.get(0)?,
                 user_id: r.get(1)?,

@@ -4,8 +4,8 @@
 //! first and last days from the hourly ones, so a year costs a few thousand rows. Every query
 //! reads one index range: (owner, time) for a user, (time) for the all-users view.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, params_from_iter};
+use crate::db::sql::types::Value as SqlValue;
+use crate::db::sql::{Connection, params_from_iter};
 
 /// Whose figures: one owner's, or everyone's (admins with `adminMode`).
 #[derive(Debug, Clone)]
@@ -132,7 +132,7 @@ const SUMS: &str = "COALESCE(SUM(conversations), 0), COALESCE(SUM(duration_sum),
     COALESCE(SUM(analyzed), 0), COALESCE(SUM(successes), 0), COALESCE(SUM(tokens_in), 0),
     COALESCE(SUM(tokens_out), 0), COALESCE(SUM(cost_micros), 0)";
 
-fn totals_at(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Totals> {
+fn totals_at(r: &crate::db::Row, at: usize) -> rusqlite::Result<Totals> {
     Ok(Totals {
         conversations: r.get(at)?,
         duration_sum: r.get(at + 1)?,

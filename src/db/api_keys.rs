@@ -1,6 +1,6 @@
 //! API key records. Only a SHA-256 hash of each key is stored, next to a short display prefix.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{new_id, now};

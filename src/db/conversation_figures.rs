@@ -1,7 +1,7 @@
 //! Per-conversation figures: each LLM turn appended to `conversations.llm_turns`, its sums
 //! kept in the conversation's columns, and the `figures` object `get` shows.
 
-use rusqlite::{Connection, Row, params};
+use crate::db::sql::{Connection, Row, params};
 use serde_json::{Value, json};
 
 /// Appends one LLM turn (already shaped as JSON) and adds it to the sums, in the caller's

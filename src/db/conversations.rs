@@ -1,8 +1,8 @@
 //! Conversation records (calls and web chats) with their transcripts. Records pulled from
 //! the voice platform are keyed by `external_id`, so syncing twice never duplicates one.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use crate::db::sql::types::Value as SqlValue;
+use crate::db::sql::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 

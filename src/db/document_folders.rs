@@ -1,6 +1,6 @@
 //! Document folders: a tree per user (`parent_id`), with the number of documents in each.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{new_id, now};

@@ -1,8 +1,8 @@
 //! Knowledge-base documents, their genie links and their retrieval chunks. Every lookup a
 //! user can reach takes a `Scope` that filters by owner (plus public documents) in SQL.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use crate::db::sql::types::Value as SqlValue;
+use crate::db::sql::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde::Serialize;
 use serde_json::{Value, json};
 

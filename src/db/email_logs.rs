@@ -1,6 +1,6 @@
 //! `email_logs`: one row per mail attempt and recipient (`sent`, `failed` or `notified`).
 
-use rusqlite::{Connection, params};
+use crate::db::sql::{Connection, params};
 
 use super::{new_id, now};
 

@@ -1,6 +1,6 @@
 //! Genie groups: a user's folders for genies, with a manual order and live agent counts.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,7 +1,7 @@
 //! `genie_providers`: the voice platform each genie lives in and its provider state
 //! (`in_sync`, `pending`, `failed` with the reason).
 
-use rusqlite::{Connection, OptionalExtension};
+use crate::db::sql::{Connection, OptionalExtension};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenieProvider {
@@ -60,7 +60,7 @@ pub fn set_state(
          SELECT id, ?2, ?3, ?4, ?5 FROM genies WHERE id = ?1
          ON CONFLICT(genie_id) DO UPDATE SET state = excluded.state, error = excluded.error,
              updated_at = excluded.updated_at",
-        rusqlite::params![genie_id, default, state, error, now],
+        crate::db::sql::params![genie_id, default, state, error, now],
     )?;
     Ok(())
 }

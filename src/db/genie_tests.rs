@@ -1,7 +1,7 @@
 //! Test conversations of genies and their runs. Access follows the genie (checked by the
 //! caller with `db::genies`); listings here filter by genie or by the genie's owner.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 

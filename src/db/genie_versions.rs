@@ -5,10 +5,10 @@
 
 use std::io::{Read, Write};
 
+use crate::db::sql::{Connection, OptionalExtension, params};
 use flate2::Compression;
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
-use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 /// One version without its configuration (the list).

@@ -4,8 +4,8 @@
 //! all, users a genie is assigned to (consumers) may read it, and members of a team the genie
 //! belongs to may read it (team owners and admins manage it).
 
-use rusqlite::types::Value as Sql;
-use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use crate::db::sql::types::Value as Sql;
+use crate::db::sql::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde_json::{Value, json};
 use std::sync::LazyLock;
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 
 /// `PRAGMA integrity_check`, its lines joined; `ok` when the file is sound.
 pub fn integrity(c: &Connection) -> rusqlite::Result<String> {

@@ -1,7 +1,7 @@
 //! The `jobs` table: the statements of the durable queue. The queue's rules (when a job is
 //! due again, when it is dead) are `crate::jobs`; here only the rows.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::db::sql::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 /// A claimed job.
@@ -13,7 +13,7 @@ pub struct Job {
     pub attempts: i64,
 }
 
-fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
+fn job_row(r: &crate::db::Row<'_>) -> rusqlite::Result<Job> {
     Ok(Job {
         id: r.get(0)?,
         kind: r.get(1)?,

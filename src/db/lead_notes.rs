@@ -1,7 +1,7 @@
 //! Notes on leads. Listing order: pinned notes first, then `sort_order` (set by `reorder`),
 //! then newest first.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{new_id, now};

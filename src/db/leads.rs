@@ -2,8 +2,8 @@
 //! one SQL statement with its filters in the WHERE clause (never rows filtered in memory),
 //! and `stats` is a single GROUP BY, so both stay fast with millions of rows.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use crate::db::sql::types::Value as SqlValue;
+use crate::db::sql::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -247,7 +247,7 @@ pub fn index_pending(c: &Connection, limit: i64) -> rusqlite::Result<usize> {
 /// `genied_icontains(haystack, needle)`: whether `needle` occurs in `haystack`, ignoring
 /// case as the trigram index does (Unicode lower case, not only ASCII as `LIKE`). NULL
 /// haystacks contain nothing.
-pub fn register_functions(c: &Connection) -> rusqlite::Result<()> {
+pub fn register_functions(c: &rusqlite::Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     c.create_scalar_function(
         "genied_icontains",

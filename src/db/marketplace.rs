@@ -1,6 +1,6 @@
 //! Marketplace listings (template copies of genies) and their installs.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::Value;
 

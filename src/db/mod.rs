@@ -39,12 +39,15 @@ pub mod webhooks;
 pub mod workers;
 pub mod workers_query;
 
+pub mod sql;
+pub use sql::{Connection, Row, Statement};
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::{Arc, Mutex, mpsc};
 
 use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::{ApiError, ApiResult};
 
@@ -73,7 +76,7 @@ const MAX_GROUP: usize = 64;
 pub struct Db {
     read: r2d2::Pool<SqliteConnectionManager>,
     readers: Arc<Readers>,
-    write: Arc<Mutex<Connection>>,
+    write: Arc<Mutex<rusqlite::Connection>>,
     writer: Arc<WriterThread>,
     auth: Arc<auth_epoch::EpochWatch>,
 }
@@ -157,7 +160,7 @@ impl Drop for WriterThread {
 /// write request pays for a checkpoint (SQLite's automatic checkpoint runs inside the
 /// commit that crosses 1000 WAL pages, adding milliseconds to that request). `PASSIVE`
 /// never waits for readers or the writer; at most one runs per `CHECKPOINT_EVERY`.
-fn checkpointer_loop(conn: Connection, wake: mpsc::Receiver<()>) {
+fn checkpointer_loop(conn: rusqlite::Connection, wake: mpsc::Receiver<()>) {
     while wake.recv().is_ok() {
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::warn!(error = %e, "WAL checkpoint failed");
@@ -183,7 +186,7 @@ impl Db {
     /// `open`, with this many read threads (and read connections); `None` for the default.
     pub fn open_with(path: &Path, read_threads: Option<usize>) -> anyhow::Result<Db> {
         let read_threads = read_threads.unwrap_or_else(default_read_threads).max(1);
-        let mut writer = Connection::open(path)?;
+        let mut writer = rusqlite::Connection::open(path)?;
         writer.execute_batch(PRAGMAS)?;
         embedded::migrations::runner().run(&mut writer)?;
         writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -208,7 +211,7 @@ impl Db {
             .build(manager)?;
         // Checkpoints run on their own thread and connection, not inside a commit.
         writer.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
-        let ckpt_conn = Connection::open(path)?;
+        let ckpt_conn = rusqlite::Connection::open(path)?;
         ckpt_conn.execute_batch(PRAGMAS)?;
         let (checkpoint, wake) = mpsc::sync_channel::<()>(1);
         let checkpointer = std::thread::Builder::new()
@@ -236,7 +239,7 @@ impl Db {
 
     /// Applies pending migrations and returns every applied version, oldest first.
     pub fn migrate(path: &Path) -> anyhow::Result<Vec<i32>> {
-        let mut conn = Connection::open(path)?;
+        let mut conn = rusqlite::Connection::open(path)?;
         conn.execute_batch(PRAGMAS)?;
         let runner = embedded::migrations::runner();
         runner.run(&mut conn)?;
@@ -253,12 +256,12 @@ impl Db {
     pub async fn read<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> ApiResult<T> + Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
         let pool = self.read.clone();
         let read = run_blocking_on(self.readers.handle(), move || {
             let conn = pool.get()?;
-            f(&conn)
+            f(&Connection::sqlite(&conn))
         });
         if crate::telemetry::trace::enabled() {
             use tracing::Instrument;
@@ -278,7 +281,7 @@ impl Db {
     pub async fn write<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction) -> ApiResult<T> + Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel::<std::thread::Result<ApiResult<T>>>();
         let span = if crate::telemetry::trace::enabled() {
@@ -291,7 +294,9 @@ impl Db {
         let job: Job = Box::new(move |c: Result<&Transaction, ApiError>| {
             let _rt = rt.as_ref().map(tokio::runtime::Handle::enter);
             let out = match c {
-                Ok(c) => span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(c)))),
+                Ok(c) => {
+                    span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(&Connection::sqlite(c)))))
+                }
                 Err(e) => Ok(Err(e)),
             };
             let ok = matches!(out, Ok(Ok(_)));
@@ -318,11 +323,14 @@ impl Db {
     }
 
     /// The same as `write`, for callers that are already on a blocking thread (the CLI).
-    pub fn write_blocking<T>(&self, f: impl FnOnce(&Transaction) -> ApiResult<T>) -> ApiResult<T> {
+    pub fn write_blocking<T>(
+        &self,
+        f: impl FnOnce(&Connection<'_>) -> ApiResult<T>,
+    ) -> ApiResult<T> {
         let mut conn = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let out = (|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = f(&tx)?;
+            let out = f(&Connection::sqlite(&tx))?;
             tx.commit()?;
             Ok(out)
         })();
@@ -330,9 +338,12 @@ impl Db {
         out
     }
 
-    pub fn read_blocking<T>(&self, f: impl FnOnce(&Connection) -> ApiResult<T>) -> ApiResult<T> {
+    pub fn read_blocking<T>(
+        &self,
+        f: impl FnOnce(&Connection<'_>) -> ApiResult<T>,
+    ) -> ApiResult<T> {
         let conn = self.read.get()?;
-        f(&conn)
+        f(&Connection::sqlite(&conn))
     }
 
     /// The committed authentication epoch ([`auth_epoch`]), read on the calling thread
@@ -346,7 +357,7 @@ impl Db {
     /// the service keeps writing.
     pub fn backup_to(&self, out: &Path) -> anyhow::Result<()> {
         let src = self.read.get()?;
-        let mut dst = Connection::open(out)?;
+        let mut dst = rusqlite::Connection::open(out)?;
         let backup = rusqlite::backup::Backup::new(&src, &mut dst)?;
         backup.run_to_completion(256, std::time::Duration::from_millis(5), None)?;
         Ok(())
@@ -356,7 +367,7 @@ impl Db {
 /// The writer thread: takes the next write, and with it every write already queued (up to
 /// `MAX_GROUP`), and commits them as one transaction. Ends when every `Db` is dropped.
 fn writer_loop(
-    writer: &Mutex<Connection>,
+    writer: &Mutex<rusqlite::Connection>,
     queue: mpsc::Receiver<Job>,
     checkpoint: mpsc::SyncSender<()>,
 ) {
@@ -391,7 +402,7 @@ fn writer_loop(
 
 /// Runs one group in one transaction; returns the jobs it could not start (when SQLite
 /// rolled the whole transaction back under them), to run in the next group.
-fn run_group(conn: &mut Connection, group: Vec<Job>) -> Vec<Job> {
+fn run_group(conn: &mut rusqlite::Connection, group: Vec<Job>) -> Vec<Job> {
     let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {

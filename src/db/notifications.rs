@@ -1,6 +1,6 @@
 //! Dashboard notifications of a user: worker genies, conversation reports, failing webhooks.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! The public genie page's SQL: the active genie behind a slug, its web conversation in
 //! progress, and the passages of the documents attached to it that match a visitor's words.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::db::sql::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
 use super::documents::{self, Hit, Scope};

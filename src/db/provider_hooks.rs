@@ -1,7 +1,7 @@
 //! `provider_hook_receipts`: the signatures of provider webhook calls already received, so
 //! a replayed call is refused.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 
 /// Forgets receipts older than `before` (past the signature's age limit nothing can be
 /// replayed), then records `signature_hash`; false when it was already recorded.

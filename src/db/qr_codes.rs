@@ -1,7 +1,7 @@
 //! QR code records (soft-deleted, never removed by the API) and the genie page slug they
 //! point at.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{new_id, now};

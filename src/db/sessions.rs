@@ -1,7 +1,7 @@
 //! Sign-in sessions. An access token names its session (`sid`); revoking the session
 //! invalidates the token before it expires. Refresh tokens are stored as hashes and rotate.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::db::sql::{Connection, OptionalExtension, params};
 
 use super::now;
 use crate::db::users::Role;

@@ -1,7 +1,7 @@
 //! Background `conversations sync` runs: their progress and the position a resumed run
 //! starts from.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 

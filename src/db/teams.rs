@@ -3,7 +3,7 @@
 //!
 //! Other resources ask [`team_access`] whether a user reaches a genie through a team.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{new_id, now};

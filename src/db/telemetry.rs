@@ -2,7 +2,7 @@
 //! state, conversations under way), and the worker's heartbeat row that readiness and
 //! `admin check` read.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::db::sql::{Connection, OptionalExtension, params};
 
 /// Jobs of one kind in one state; for `pending`, also when the longest-due one fell due
 /// (`None`: none is due yet).

@@ -1,6 +1,6 @@
 //! Users and their profile fields.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::Value;
 

@@ -1,6 +1,6 @@
 //! Voice collections: a user's named, ordered lists of voice ids.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{new_id, now};

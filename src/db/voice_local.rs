@@ -2,7 +2,7 @@
 //! documents, phone numbers and hosted conversations. The provider (`voice::local`) turns
 //! these rows into its own types.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::db::sql::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
 use super::{json_col, now};

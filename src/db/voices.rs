@@ -1,7 +1,7 @@
 //! Voice favorites and voice usage by a user's genies. Voices themselves come from the
 //! provider and the shipped catalog, not from the database.
 
-use rusqlite::{Connection, params};
+use crate::db::sql::{Connection, params};
 use serde::Serialize;
 
 use super::now;

@@ -1,6 +1,6 @@
 //! Webhook endpoints, their deliveries and each delivery's attempts.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{json_col, now};
@@ -335,7 +335,7 @@ pub fn delivery(c: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Opt
         "SELECT {DELIVERY_COLS} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = ?1 AND w.user_id = ?2"
     ))?;
     let mut rows = st.query([id, user_id])?;
-    rows.next()?.map(|r| delivery_row(c, r)).transpose()
+    rows.next()?.map(|r| delivery_row(c, &r)).transpose()
 }
 
 /// The body and routing of a delivery to replay.
@@ -368,7 +368,7 @@ pub fn list_deliveries(
     let mut rows = st.query(params![webhook_id, limit, offset])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        out.push(delivery_row(c, r)?);
+        out.push(delivery_row(c, &r)?);
     }
     Ok((out, total))
 }

@@ -2,7 +2,7 @@
 //! user-reachable function filters by owner; the `*_any` functions are for the run
 //! executor, the scheduler and the operator's key rotation.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::db::sql::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 

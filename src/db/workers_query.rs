@@ -3,8 +3,8 @@
 //! SQL: table and column names come from the lists below, values are bound parameters, and
 //! every query carries the owner condition.
 
-use rusqlite::Connection;
-use rusqlite::types::{Value as Sql, ValueRef};
+use crate::db::sql::Connection;
+use crate::db::sql::types::{Value as Sql, ValueRef};
 use serde_json::{Map, Value};
 
 pub struct Table {
@@ -187,7 +187,7 @@ pub fn run(c: &Connection, user_id: &str, q: &Query) -> rusqlite::Result<(Vec<Va
     let cond = cond.join(" AND ");
     let total: i64 = c.query_row(
         &format!("SELECT COUNT(*) FROM {} WHERE {cond}", t.from),
-        rusqlite::params_from_iter(args.iter()),
+        crate::db::sql::params_from_iter(args.iter()),
         |r| r.get(0),
     )?;
     let sql = format!(
@@ -199,7 +199,7 @@ pub fn run(c: &Connection, user_id: &str, q: &Query) -> rusqlite::Result<(Vec<Va
     );
     let mut st = c.prepare(&sql)?;
     let rows = st
-        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+        .query_map(crate::db::sql::params_from_iter(args.iter()), |r| {
             let mut obj = Map::new();
             for (i, col) in t.columns.iter().enumerate() {
                 let v = match r.get_ref(i)? {

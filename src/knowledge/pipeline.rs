@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::json;
 
 use super::crawl::{self, FetchError};

@@ -6,9 +6,9 @@
 //! only their SHA-256 is stored. A password change or reset revokes every session of the
 //! user in the same transaction that sets the password.
 
+use crate::db::sql::Connection;
 use base64::Engine;
 use rand::RngCore;
-use rusqlite::Connection;
 
 use crate::auth::{keys, passwords};
 use crate::db::accounts::{self as repo, Account, Invitation};

@@ -2,7 +2,7 @@
 //! alike. The count and the insert share the writer's transaction, so concurrent creates
 //! cannot make a sixth.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::json;
 
 use crate::auth::keys::{self, NewKey};

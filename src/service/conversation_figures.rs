@@ -3,7 +3,7 @@
 //! the estimated cost from the operator's price table (`--llm-prices`). The public page's
 //! chat calls it for each answer; any other conversation an LLM answers in calls it too.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::json;
 
 use crate::error::{ApiError, ApiResult};

@@ -3,7 +3,7 @@
 //! voice provider reports (polling `sync` and the post-call webhook), analysing it,
 //! announcing it, and the `conversation.report` job.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::{Map, Value, json};
 
 use crate::analysis::{self, Analysis};

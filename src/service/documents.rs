@@ -3,7 +3,7 @@
 //! any); the documents must be readable in `scope`. Every changed genie gets its document
 //! list pushed to the provider afterwards.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 
 use crate::db::documents::{self as docs, Scope};
 use crate::error::{ApiError, ApiResult, Kind};

@@ -150,7 +150,7 @@ pub fn run_view(r: &RunRow) -> Value {
 /// Which configuration a run plays and how it is labelled: the named version, else the draft
 /// if there is one, else live.
 fn target(
-    c: &rusqlite::Connection,
+    c: &crate::db::Connection,
     genie_id: &str,
     which: Option<Which>,
 ) -> ApiResult<(String, Value)> {
@@ -295,7 +295,7 @@ async fn play_and_store(app: &AppState, run: &RunRow, test: &TestRow) -> ApiResu
     Ok(outcome.passed && outcome.error.is_none())
 }
 
-fn rid_genie(c: &rusqlite::Connection, run_id: &str) -> ApiResult<String> {
+fn rid_genie(c: &crate::db::Connection, run_id: &str) -> ApiResult<String> {
     store::get_run(c, run_id)?
         .map(|r| r.genie_id)
         .ok_or_else(|| ApiError::new(Kind::NotFound, "run not found"))

@@ -316,7 +316,7 @@ pub async fn check_credentials(
 }
 
 fn find_credential(
-    c: &rusqlite::Connection,
+    c: &crate::db::Connection,
     user_id: &str,
     r: &str,
 ) -> rusqlite::Result<Option<db::workers::Sealed>> {

@@ -3,7 +3,7 @@
 //! of new public-page conversations, and the per-version figures. The live configuration is
 //! always the newest version: update, publish and rollback each append one.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 

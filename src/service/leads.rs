@@ -2,7 +2,7 @@
 //! updating one with the checks that need the database (the agent a lead is put under, the
 //! user it is assigned to, its primary lead), the activity log and the `lead.*` events.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::json;
 
 use crate::auth::Principal;

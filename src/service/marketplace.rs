@@ -92,7 +92,7 @@ pub async fn publish(
 }
 
 /// A listing of the caller's, for a change; anyone else's reads as absent.
-fn own(c: &rusqlite::Connection, user_id: &str, id: &str) -> ApiResult<Listing> {
+fn own(c: &crate::db::Connection, user_id: &str, id: &str) -> ApiResult<Listing> {
     repo::get_any(c, id)?
         .filter(|l| l.user_id == user_id)
         .ok_or_else(|| ApiError::not_found("listing"))

@@ -495,7 +495,7 @@ async fn open_conversation(
 }
 
 fn queue_idle(
-    c: &rusqlite::Connection,
+    c: &crate::db::Connection,
     id: &str,
     delay: std::time::Duration,
 ) -> rusqlite::Result<()> {
@@ -569,7 +569,7 @@ pub async fn end_conversation(app: &AppState, id: &str, by: &str) -> ApiResult<b
 }
 
 /// [`end_conversation`]'s transaction.
-pub fn end_in(c: &rusqlite::Connection, id: &str, by: &str) -> ApiResult<bool> {
+pub fn end_in(c: &crate::db::Connection, id: &str, by: &str) -> ApiResult<bool> {
     let Some(open) = store::in_progress(c, id)? else {
         return Ok(false);
     };

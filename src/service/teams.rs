@@ -5,8 +5,8 @@
 //!
 //! A team another user belongs to reads as absent to everyone else (404, not 403).
 
+use crate::db::sql::Connection;
 use rand::RngCore;
-use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
 use crate::db;

@@ -3,7 +3,7 @@
 //! running runs stop), starting and cancelling runs, and storing and deleting the encrypted
 //! credentials. Running a queued run and the triggers are `crate::workers`.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::Value;
 
 use crate::db::workers::{Run, WorkerGenie};

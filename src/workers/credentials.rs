@@ -18,11 +18,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::db::sql::Connection;
 use aes_gcm::aead::{Aead, Payload};
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
 use anyhow::Context;
 use rand::RngCore;
-use rusqlite::Connection;
 
 use crate::config::Config;
 use crate::db::{self, Db, workers::Sealed};

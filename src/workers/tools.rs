@@ -13,10 +13,10 @@
 //! (default `X-API-Key`). Secret values that appear in a response are replaced by
 //! `[redacted]` before the model or the run history sees them.
 
+use crate::db::sql::types::Value as Sql;
 use base64::Engine;
 use reqwest::Method;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use rusqlite::types::Value as Sql;
 use serde_json::{Value, json};
 
 use crate::db::{self, workers::Credential, workers::WorkerGenie, workers_query};

@@ -436,7 +436,7 @@ async fn a_thousand_versions_of_a_10_kb_prompt_stay_small_on_disk() {
         .state
         .db
         .write(move |c| {
-            let pages = |c: &rusqlite::Connection| -> rusqlite::Result<i64> {
+            let pages = |c: &genied::db::Connection| -> rusqlite::Result<i64> {
                 c.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
                     .and_then(|n| {
                         Ok(n * c.query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))?)

@@ -48,7 +48,7 @@ pub(crate) fn doc_ref(raw: &str, field: &str) -> ApiResult<String> {
 
 /// A document the caller may change: their own, or any for an admin in admin mode. Public
 /// documents of others are read-only (403); invisible ones are absent (404).
-pub(crate) fn writable(c: &rusqlite::Connection, scope: &Scope, id: &str) -> ApiResult<Document> {
+pub(crate) fn writable(c: &crate::db::Connection, scope: &Scope, id: &str) -> ApiResult<Document> {
     let d = docs::find(c, scope, id)?.ok_or_else(|| ApiError::not_found("document"))?;
     if !scope.all && d.user_id != scope.user_id {
         return Err(ApiError::forbidden(
@@ -59,7 +59,7 @@ pub(crate) fn writable(c: &rusqlite::Connection, scope: &Scope, id: &str) -> Api
 }
 
 pub(crate) fn check_folder(
-    c: &rusqlite::Connection,
+    c: &crate::db::Connection,
     owner: &str,
     folder: Option<&str>,
 ) -> ApiResult<()> {

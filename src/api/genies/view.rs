@@ -1,7 +1,7 @@
 //! The full genie object (`get`, `all`, and every action that returns `{genie}`), with the
 //! snake_case member list pinned in contract.md.
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::{Value, json};
 
 use super::settings::effective_settings;

@@ -5,7 +5,7 @@
 mod notes;
 mod order;
 
-use rusqlite::Connection;
+use crate::db::sql::Connection;
 use serde_json::Value;
 
 use super::action::{Action, Resource, handler, schema};

@@ -1,6 +1,6 @@
 //! `create`, `update` and `delete`.
 
-use rusqlite::types::Value as SqlValue;
+use crate::db::sql::types::Value as SqlValue;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
