@@ -47,7 +47,61 @@ enum Backend {
         client: AmazonS3,
         prefix: String,
         url: DocumentStoreUrl,
+        rt: StoreRuntime,
     },
+}
+
+/// The S3 client's own small runtime. Every request runs on it, whoever asks: the database
+/// writer waits for a HEAD or DELETE from inside a transaction, and a caller's runtime cannot
+/// be relied on to drive that I/O meanwhile (a current-thread runtime whose only thread is
+/// the one waiting for the writer would deadlock; tests run on such runtimes). Its
+/// connections live on it too, so no request depends on another runtime staying up.
+struct StoreRuntime(Option<tokio::runtime::Runtime>);
+
+impl StoreRuntime {
+    fn new() -> std::io::Result<StoreRuntime> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("genied-s3")
+            .enable_all()
+            .build()
+            .map(|rt| StoreRuntime(Some(rt)))
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.0.as_ref().expect("present until dropped").handle()
+    }
+
+    /// Runs `f` on the store's runtime and awaits it from any runtime.
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl Future<Output = T> + Send + 'static,
+    ) -> ApiResult<T> {
+        self.handle().spawn(f).await.map_err(ApiError::internal)
+    }
+
+    /// Runs `f` on the store's runtime and waits for it on this thread (which needs no
+    /// runtime of its own).
+    fn block<T: Send + 'static>(
+        &self,
+        f: impl Future<Output = T> + Send + 'static,
+    ) -> ApiResult<T> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle().spawn(async move {
+            let _ = tx.send(f.await);
+        });
+        rx.recv()
+            .map_err(|_| ApiError::internal("the object store's runtime stopped"))
+    }
+}
+
+impl Drop for StoreRuntime {
+    fn drop(&mut self) {
+        // The last handle may go on an async thread, where a blocking shutdown panics.
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl std::fmt::Debug for DocumentStore {
@@ -97,14 +151,6 @@ impl std::fmt::Display for ReadError {
 fn unavailable(op: &str, key: &str, e: impl std::fmt::Display) -> ApiError {
     tracing::warn!(operation = op, key, error = %e, "document store request failed");
     ApiError::new(Kind::Unavailable, UNAVAILABLE)
-}
-
-/// Runs an object-store request from a blocking thread (the database writer, which enters
-/// the runtime's context for its jobs).
-fn block_on<F: Future>(f: F) -> ApiResult<F::Output> {
-    let rt = tokio::runtime::Handle::try_current()
-        .map_err(|_| ApiError::internal("the object store was used outside the runtime"))?;
-    Ok(rt.block_on(f))
 }
 
 impl DocumentStore {
@@ -191,6 +237,7 @@ impl DocumentStore {
             client,
             prefix: prefix.clone(),
             url: url.clone(),
+            rt: StoreRuntime::new()?,
         })))
     }
 
@@ -228,12 +275,20 @@ impl DocumentStore {
     pub async fn stage(&self, bytes: Vec<u8>) -> ApiResult<Staged> {
         let bytes = Bytes::from(bytes);
         let hash = Self::hash(&bytes);
-        if let Backend::S3 { client, prefix, .. } = &*self.0 {
+        if let Backend::S3 {
+            client, prefix, rt, ..
+        } = &*self.0
+        {
             let key = Self::key(prefix, &Self::rel(&hash));
-            client
-                .put(&key, bytes.clone().into())
-                .await
-                .map_err(|e| unavailable("put", key.as_ref(), e))?;
+            let (client, body) = (client.clone(), bytes.clone());
+            rt.run(async move {
+                client
+                    .put(&key, body.into())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| unavailable("put", key.as_ref(), e))
+            })
+            .await??;
         }
         Ok(Staged { hash, bytes })
     }
@@ -244,13 +299,16 @@ impl DocumentStore {
     pub fn commit(&self, s: &Staged) -> ApiResult<String> {
         match &*self.0 {
             Backend::File(dir) => put_file(dir, &s.hash, &s.bytes).map_err(ApiError::internal),
-            Backend::S3 { client, prefix, .. } => {
+            Backend::S3 {
+                client, prefix, rt, ..
+            } => {
                 let key = Self::key(prefix, &Self::rel(&s.hash));
-                block_on(async {
+                let (client, body) = (client.clone(), s.bytes.clone());
+                rt.block(async move {
                     match client.head(&key).await {
                         Ok(_) => Ok(()),
                         Err(object_store::Error::NotFound { .. }) => client
-                            .put(&key, s.bytes.clone().into())
+                            .put(&key, body.into())
                             .await
                             .map(|_| ())
                             .map_err(|e| unavailable("put", key.as_ref(), e)),
@@ -277,12 +335,20 @@ impl DocumentStore {
                     Err(e) => Err(ReadError::Unavailable(e.to_string())),
                 }
             }
-            Backend::S3 { client, prefix, .. } => {
+            Backend::S3 {
+                client, prefix, rt, ..
+            } => {
                 let key = Self::key(prefix, &Self::rel(hash));
-                let got = match client.get(&key).await {
-                    Ok(g) => g.bytes().await,
-                    Err(e) => Err(e),
-                };
+                let (client, k) = (client.clone(), key.clone());
+                let got = rt
+                    .run(async move {
+                        match client.get(&k).await {
+                            Ok(g) => g.bytes().await,
+                            Err(e) => Err(e),
+                        }
+                    })
+                    .await
+                    .map_err(|e| ReadError::Unavailable(e.message))?;
                 match got {
                     Ok(b) => Ok(b.to_vec()),
                     Err(object_store::Error::NotFound { .. }) => Err(ReadError::Missing),
@@ -301,9 +367,12 @@ impl DocumentStore {
     pub fn exists_blocking(&self, hash: &str) -> ApiResult<bool> {
         match &*self.0 {
             Backend::File(dir) => Ok(dir.join(Self::rel(hash)).exists()),
-            Backend::S3 { client, prefix, .. } => {
+            Backend::S3 {
+                client, prefix, rt, ..
+            } => {
                 let key = Self::key(prefix, &Self::rel(hash));
-                block_on(async {
+                let client = client.clone();
+                rt.block(async move {
                     match client.head(&key).await {
                         Ok(_) => Ok(true),
                         Err(object_store::Error::NotFound { .. }) => Ok(false),
@@ -321,9 +390,12 @@ impl DocumentStore {
                 .and_then(|m| m.modified())
                 .ok()
                 .map(chrono::DateTime::<chrono::Utc>::from)),
-            Backend::S3 { client, prefix, .. } => {
+            Backend::S3 {
+                client, prefix, rt, ..
+            } => {
                 let key = Self::key(prefix, key);
-                block_on(async {
+                let client = client.clone();
+                rt.block(async move {
                     match client.head(&key).await {
                         Ok(m) => Ok(Some(m.last_modified)),
                         Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -340,10 +412,13 @@ impl DocumentStore {
     pub fn remove_blocking(&self, key: &str) {
         match &*self.0 {
             Backend::File(dir) => remove_quietly(&dir.join(key)),
-            Backend::S3 { client, prefix, .. } => {
+            Backend::S3 {
+                client, prefix, rt, ..
+            } => {
                 let key = Self::key(prefix, key);
-                let res = block_on(async {
-                    match client.delete(&key).await {
+                let (client, k) = (client.clone(), key.clone());
+                let res = rt.block(async move {
+                    match client.delete(&k).await {
                         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
                         Err(e) => Err(e.to_string()),
                     }
@@ -369,13 +444,20 @@ impl DocumentStore {
                     .await
                     .map_err(ApiError::internal)?
             }
-            Backend::S3 { client, prefix, .. } => {
+            Backend::S3 {
+                client, prefix, rt, ..
+            } => {
                 let root = (!prefix.is_empty()).then(|| Key::from(prefix.as_str()));
-                let metas: Vec<object_store::ObjectMeta> = client
-                    .list(root.as_ref())
-                    .try_collect()
-                    .await
-                    .map_err(|e| unavailable("list", prefix, e))?;
+                let (client, p) = (client.clone(), prefix.clone());
+                let metas: Vec<object_store::ObjectMeta> = rt
+                    .run(async move {
+                        client
+                            .list(root.as_ref())
+                            .try_collect()
+                            .await
+                            .map_err(|e| unavailable("list", &p, e))
+                    })
+                    .await??;
                 let strip = if prefix.is_empty() {
                     String::new()
                 } else {
