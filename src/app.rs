@@ -49,6 +49,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     secrets::ensure_private_dir(&config.data_dir)?;
     std::fs::create_dir_all(config.documents_dir())?;
+    let documents = crate::document_store::DocumentStore::open(&config)?;
     let secrets = Secrets::load_or_create(&config.secrets_dir())?;
     let db = Db::open_with(&config.db_path(), config.read_threads.map(usize::from))
         .with_context(|| format!("opening {}", config.db_path().display()))?;
@@ -64,14 +65,33 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         );
     }
     // Document files a crash left without a record (see `knowledge::store`).
-    let swept = crate::knowledge::store::Store::new(config.documents_dir())
-        .sweep(&db)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let files = crate::knowledge::store::Store::new(documents.clone());
+    let swept = files.sweep(&db).map_err(|e| anyhow::anyhow!("{e}"))?;
     if swept > 0 {
         tracing::warn!(
             count = swept,
             "removed document files no record names (left by a crash)"
         );
+    }
+    if !documents.is_file() {
+        tracing::info!(store = %documents.describe(), "document files are kept in an object store");
+        // Listing a bucket can take a while: swept in the background, where a store that is
+        // down only costs a log line.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let db = db.clone();
+            rt.spawn(async move {
+                match files.sweep_objects(&db).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::warn!(
+                        count = n,
+                        "removed document objects no record names (left by a crash)"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e.message, "could not sweep the document store")
+                    }
+                }
+            });
+        }
     }
     let prices = match &config.llm_prices {
         Some(path) => crate::prices::Prices::load(path)?,
@@ -108,6 +128,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         jobs_notify: Notify::new(),
         auth_cache: auth::AuthCache::default(),
         worker_beat: crate::jobs::Heartbeat::new(),
+        documents,
     });
     let router = http::router(state.clone(), Router::new());
     Ok(App { state, router })

@@ -10,8 +10,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 use crate::auth::{passwords, sessions};
-use crate::config::Config;
+use crate::config::{Config, DocumentStoreUrl, S3Credentials};
 use crate::db::{self, Db, users::Role};
+use crate::document_store::DocumentStore;
 use crate::error::ApiError;
 use crate::secrets::Secrets;
 use crate::service;
@@ -195,6 +196,28 @@ pub enum AdminCmd {
         /// same rule and setting as `serve --job-stall-seconds`).
         #[arg(long, env = "GENIED_JOB_STALL_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
         job_stall_seconds: u64,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Copy a stopped data directory's storage somewhere else: every document file into an
+    /// S3-compatible object store (`--to-document-store s3://bucket/prefix`, with
+    /// `--s3-endpoint`, `--s3-region` and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+    /// environment). Each file is read back from the target and checked against its SHA-256;
+    /// files already there and intact are not sent again. It switches nothing: start `serve`
+    /// with the new store afterwards. Prints counts, bytes, missing files and mismatches;
+    /// exits 1 when any file is missing or does not match.
+    MigrateStorage {
+        #[command(flatten)]
+        to: MigrateTo,
+        /// Endpoint of the target S3-compatible service (as `serve --s3-endpoint`).
+        #[arg(long, env = "GENIED_S3_ENDPOINT")]
+        s3_endpoint: Option<String>,
+        /// Region of the target bucket (as `serve --s3-region`).
+        #[arg(long, env = "GENIED_S3_REGION", default_value = "us-east-1")]
+        s3_region: String,
+        /// Print the result as JSON.
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
     },
     /// Generate a new credential master key, re-encrypt every stored credential with it in one
     /// transaction, then replace the key file atomically (crash-safe; see docs/api.md).
@@ -215,6 +238,45 @@ pub enum AdminCmd {
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
+}
+
+/// Where a migration copies to; at least one target is required.
+#[derive(clap::Args, Debug)]
+#[group(required = true, multiple = true)]
+pub struct MigrateTo {
+    /// The object store to copy the document files into: `s3://bucket/prefix`.
+    #[arg(long)]
+    pub to_document_store: Option<DocumentStoreUrl>,
+}
+
+/// The document store a command looks at: the one `serve` is configured with (same flags,
+/// same environment variables, credentials from the AWS environment).
+#[derive(clap::Args, Debug, Clone)]
+pub struct StoreArgs {
+    /// The document store `serve` uses: `file` or `s3://bucket/prefix` (as `serve
+    /// --document-store`).
+    #[arg(long, env = "GENIED_DOCUMENT_STORE", default_value = "file")]
+    pub document_store: DocumentStoreUrl,
+    /// Endpoint of the S3-compatible service (as `serve --s3-endpoint`).
+    #[arg(long, env = "GENIED_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+    /// Region of the bucket (as `serve --s3-region`).
+    #[arg(long, env = "GENIED_S3_REGION", default_value = "us-east-1")]
+    pub s3_region: String,
+}
+
+impl StoreArgs {
+    fn open(&self, data_dir: &std::path::Path) -> anyhow::Result<DocumentStore> {
+        match &self.document_store {
+            DocumentStoreUrl::File => Ok(DocumentStore::file(data_dir.join("documents"))),
+            url => DocumentStore::s3(
+                url,
+                self.s3_endpoint.as_deref(),
+                &self.s3_region,
+                &S3Credentials::from_env(),
+            ),
+        }
+    }
 }
 
 fn api(e: ApiError) -> anyhow::Error {
@@ -451,9 +513,10 @@ pub fn admin(
         AdminCmd::Check {
             json,
             job_stall_seconds,
+            store,
         } => {
             let stall = std::time::Duration::from_secs(job_stall_seconds);
-            let report = check(&db, &data_dir.join("documents"), stall)?;
+            let report = check(&db, &store.open(data_dir)?, stall)?;
             if json {
                 print(&report.to_string())?;
             } else {
@@ -532,6 +595,48 @@ pub fn admin(
                 ))
             }
         }
+        AdminCmd::MigrateStorage {
+            to,
+            s3_endpoint,
+            s3_region,
+            json,
+        } => {
+            let (_, worker, _) = check_health(&db, std::time::Duration::from_secs(300))?;
+            if worker["state"] == "running" {
+                bail!(
+                    "a `genied serve` is running on this data directory; stop it first (the \
+                     copy must see every file its records name)"
+                );
+            }
+            let mut report = serde_json::Map::new();
+            let mut problems = false;
+            if let Some(url) = &to.to_document_store {
+                if *url == DocumentStoreUrl::File {
+                    bail!(
+                        "--to-document-store must name an object store (s3://bucket/prefix); the files are in the file store already"
+                    );
+                }
+                let target = DocumentStore::s3(
+                    url,
+                    s3_endpoint.as_deref(),
+                    &s3_region,
+                    &S3Credentials::from_env(),
+                )?;
+                let r = migrate_documents(&db, &data_dir.join("documents"), &target)?;
+                problems |= !r.missing.is_empty() || !r.mismatches.is_empty();
+                if !json {
+                    print(&r.text(&target.describe()))?;
+                }
+                report.insert("documents".into(), serde_json::to_value(&r)?);
+            }
+            if json {
+                print(&serde_json::Value::Object(report).to_string())?;
+            }
+            if problems {
+                bail!("the copy is incomplete: see the missing and mismatched files above");
+            }
+            Ok(())
+        }
         AdminCmd::Backup { out, json } => {
             if out.exists() {
                 bail!("{} already exists; choose a new file", out.display());
@@ -591,9 +696,125 @@ fn check_health(
     Ok((writable, worker, stalled))
 }
 
-fn check(
+/// What `migrate-storage --to-document-store` did.
+#[derive(serde::Serialize, Default)]
+struct DocumentCopy {
+    to: String,
+    /// Files the records name.
+    files: usize,
+    /// Sent to the target and read back intact.
+    copied: usize,
+    /// Found in the target already, read back intact, not sent again.
+    already_present: usize,
+    /// Bytes of the files verified in the target (copied or already there).
+    bytes: u64,
+    /// Hashes of files the records name that are not in the data directory.
+    missing: Vec<String>,
+    /// Hashes whose bytes (in the data directory, or read back from the target) do not
+    /// hash to their name.
+    mismatches: Vec<String>,
+    /// Files in the data directory no record names (left by a crash; not copied).
+    unreferenced_skipped: usize,
+}
+
+impl DocumentCopy {
+    fn text(&self, to: &str) -> String {
+        let mut out = format!(
+            "document files: {} named by records; {} copied, {} already in {to}; {} bytes verified by SHA-256\n\
+             missing in the data directory: {}\n\
+             checksum mismatches: {}\n\
+             unreferenced files not copied: {}",
+            self.files,
+            self.copied,
+            self.already_present,
+            self.bytes,
+            self.missing.len(),
+            self.mismatches.len(),
+            self.unreferenced_skipped,
+        );
+        for h in &self.missing {
+            out.push_str(&format!("\n  missing {h}"));
+        }
+        for h in &self.mismatches {
+            out.push_str(&format!("\n  mismatch {h}"));
+        }
+        out.push_str(&format!(
+            "\nnothing was switched: start `genied serve --document-store {to}` (with the same \
+             --s3-endpoint and --s3-region) to use it"
+        ));
+        out
+    }
+}
+
+/// Copies every document file the records name from the file store under `documents_dir`
+/// into `target`, checking each by its SHA-256 (its name) before sending and after reading
+/// it back.
+fn migrate_documents(
     db: &Db,
     documents_dir: &std::path::Path,
+    target: &DocumentStore,
+) -> anyhow::Result<DocumentCopy> {
+    use crate::document_store::ReadError;
+    let mut hashes: Vec<String> = db
+        .read_blocking(|c| Ok(db::documents::stored_hashes(c)?))
+        .map_err(api)?
+        .into_iter()
+        .collect();
+    hashes.sort();
+    let source = DocumentStore::file(documents_dir);
+    let on_disk = source.list_blocking()?;
+    let mut r = DocumentCopy {
+        to: target.describe(),
+        files: hashes.len(),
+        unreferenced_skipped: on_disk
+            .iter()
+            .filter(|e| !e.temp && hashes.binary_search(&e.name).is_err())
+            .count(),
+        ..Default::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    for h in &hashes {
+        // Already there and intact: not sent again (a rerun after an interruption is cheap).
+        match rt.block_on(target.read(h)) {
+            Ok(b) if DocumentStore::hash(&b) == *h => {
+                r.already_present += 1;
+                r.bytes += b.len() as u64;
+                continue;
+            }
+            Ok(_) | Err(ReadError::Missing) => {}
+            Err(ReadError::Unavailable(m)) => bail!("{m} ({})", target.describe()),
+        }
+        let bytes = match rt.block_on(source.read(h)) {
+            Ok(b) => b,
+            Err(ReadError::Missing) => {
+                r.missing.push(h.clone());
+                continue;
+            }
+            Err(ReadError::Unavailable(m)) => bail!("reading {h}: {m}"),
+        };
+        if DocumentStore::hash(&bytes) != *h {
+            r.mismatches.push(h.clone());
+            continue;
+        }
+        rt.block_on(target.stage(bytes))
+            .map_err(|e| anyhow::anyhow!("uploading {h}: {}", e.message))?;
+        match rt.block_on(target.read(h)) {
+            Ok(b) if DocumentStore::hash(&b) == *h => {
+                r.copied += 1;
+                r.bytes += b.len() as u64;
+            }
+            Ok(_) | Err(ReadError::Missing) => r.mismatches.push(h.clone()),
+            Err(ReadError::Unavailable(m)) => bail!("{m} ({})", target.describe()),
+        }
+    }
+    Ok(r)
+}
+
+fn check(
+    db: &Db,
+    store: &DocumentStore,
     stall: std::time::Duration,
 ) -> anyhow::Result<serde_json::Value> {
     let (unwritable, worker, stalled) = check_health(db, stall)?;
@@ -634,20 +855,22 @@ fn check(
     let referenced = db
         .read_blocking(|c| Ok(db::health::document_hashes(c)?))
         .map_err(api)?;
-    let store = crate::knowledge::store::Store::new(documents_dir);
-    let mut missing: Vec<&String> = referenced.iter().filter(|h| !store.exists(h)).collect();
+    let stored = store.list_blocking()?;
+    let names: std::collections::HashSet<&str> = stored
+        .iter()
+        .filter(|e| !e.temp)
+        .map(|e| e.name.as_str())
+        .collect();
+    let mut missing: Vec<&String> = referenced
+        .iter()
+        .filter(|h| !names.contains(h.as_str()))
+        .collect();
     missing.sort();
-    let mut orphaned = Vec::new();
-    if let Ok(dirs) = std::fs::read_dir(documents_dir) {
-        for d in dirs.flatten().filter(|d| d.path().is_dir()) {
-            for f in std::fs::read_dir(d.path())?.flatten() {
-                let name = f.file_name().to_string_lossy().into_owned();
-                if !name.starts_with(".tmp-") && !referenced.contains(&name) {
-                    orphaned.push(name);
-                }
-            }
-        }
-    }
+    let mut orphaned: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !referenced.contains(*n))
+        .collect();
     orphaned.sort();
     if !missing.is_empty() {
         problems.push(format!("{} document files missing", missing.len()));

@@ -383,6 +383,29 @@ pub struct Config {
     #[arg(long, env = "GENIED_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
 
+    /// Where document files (uploaded originals, extracted text) are kept: `file`, the
+    /// `documents/` directory of the data directory, or `s3://bucket/prefix`, an
+    /// S3-compatible object store (AWS S3, MinIO, Cloudflare R2, …; see --s3-endpoint).
+    /// Credentials come from the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment
+    /// variables (and AWS_SESSION_TOKEN when set), never from a flag.
+    #[arg(long, env = "GENIED_DOCUMENT_STORE", default_value = "file")]
+    pub document_store: DocumentStoreUrl,
+
+    /// Endpoint of the S3-compatible service, e.g. `http://127.0.0.1:9000` for MinIO; it is
+    /// addressed path-style (`<endpoint>/<bucket>/<key>`). Unset: AWS S3 of --s3-region,
+    /// addressed virtual-hosted style.
+    #[arg(long, env = "GENIED_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+
+    /// Region of the bucket (signing region; MinIO and most others accept `us-east-1`).
+    #[arg(long, env = "GENIED_S3_REGION", default_value = "us-east-1")]
+    pub s3_region: String,
+
+    /// The object store's credentials, read from the standard AWS environment variables only
+    /// (so they never show in `--help`, a command line or `Debug` output).
+    #[arg(skip = S3Credentials::from_env())]
+    pub s3_credentials: S3Credentials,
+
     /// Sender address of outgoing mail.
     #[arg(
         long,
@@ -390,6 +413,94 @@ pub struct Config {
         default_value = "genied <genied@localhost>"
     )]
     pub smtp_from: String,
+}
+
+/// The value of `--document-store`: `file` or `s3://bucket[/prefix]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DocumentStoreUrl {
+    File,
+    S3 { bucket: String, prefix: String },
+}
+
+impl std::str::FromStr for DocumentStoreUrl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "file" {
+            return Ok(DocumentStoreUrl::File);
+        }
+        let Some(rest) = s.strip_prefix("s3://") else {
+            return Err(format!(
+                "'{s}' is neither `file` nor an `s3://bucket/prefix` URL"
+            ));
+        };
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        // S3's bucket naming rule (3 to 63 of a-z 0-9 . -, starting and ending alphanumeric);
+        // it also keeps credentials (`user:pass@`) and queries out of the value.
+        let ok = (3..=63).contains(&bucket.len())
+            && bucket
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+            && bucket.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && bucket.ends_with(|c: char| c.is_ascii_alphanumeric());
+        if !ok {
+            return Err(format!(
+                "'{bucket}' is not an S3 bucket name (3 to 63 characters: a-z, 0-9, '.', '-')"
+            ));
+        }
+        let prefix = prefix.trim_matches('/');
+        if !prefix.is_empty()
+            && prefix
+                .split('/')
+                .any(|p| p.is_empty() || p == "." || p == "..")
+        {
+            return Err(format!("'{prefix}' is not a usable key prefix"));
+        }
+        Ok(DocumentStoreUrl::S3 {
+            bucket: bucket.to_string(),
+            prefix: prefix.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for DocumentStoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DocumentStoreUrl::File => f.write_str("file"),
+            DocumentStoreUrl::S3 { bucket, prefix } if prefix.is_empty() => {
+                write!(f, "s3://{bucket}")
+            }
+            DocumentStoreUrl::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
+/// Object-store credentials: from the environment only, redacted in `Debug`.
+#[derive(Clone, Default)]
+pub struct S3Credentials {
+    pub access_key_id: Option<Secret>,
+    pub secret_access_key: Option<Secret>,
+    pub session_token: Option<Secret>,
+}
+
+impl S3Credentials {
+    pub fn from_env() -> S3Credentials {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty()).map(Secret);
+        S3Credentials {
+            access_key_id: var("AWS_ACCESS_KEY_ID"),
+            secret_access_key: var("AWS_SECRET_ACCESS_KEY"),
+            session_token: var("AWS_SESSION_TOKEN"),
+        }
+    }
+}
+
+impl std::fmt::Debug for S3Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Credentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &self.secret_access_key)
+            .field("session_token", &self.session_token)
+            .finish()
+    }
 }
 
 impl Config {

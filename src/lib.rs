@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod dispatch;
+pub mod document_store;
 pub mod error;
 pub mod events;
 pub mod http;

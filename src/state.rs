@@ -43,6 +43,8 @@ pub struct AppInner {
     pub oidc: Option<auth::oidc::Oidc>,
     /// The operator's LLM price table (`--llm-prices`); empty without one.
     pub prices: crate::prices::Prices,
+    /// Where document files are kept (`--document-store`).
+    pub documents: crate::document_store::DocumentStore,
     /// The job worker's last sign of life (see `jobs::Heartbeat`).
     pub worker_beat: crate::jobs::Heartbeat,
 }

@@ -75,6 +75,8 @@ pub struct Action {
     pub conflict: bool,
     /// May answer 502 (it calls a configured provider or a remote address).
     pub upstream: bool,
+    /// May answer 503 (it writes to the document store, which may be unreachable).
+    pub unavailable: bool,
     pub handler: Handler,
 }
 
@@ -93,6 +95,7 @@ impl Action {
             data: None,
             conflict: false,
             upstream: false,
+            unavailable: false,
             handler,
         }
     }
@@ -125,6 +128,12 @@ impl Action {
     pub const fn upstream(self) -> Action {
         Action {
             upstream: true,
+            ..self
+        }
+    }
+    pub const fn unavailable(self) -> Action {
+        Action {
+            unavailable: true,
             ..self
         }
     }

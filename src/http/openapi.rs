@@ -81,6 +81,10 @@ const ERROR_STATUSES: &[(&str, &str)] = &[
     ("429", "Rate limit exceeded (see Retry-After)"),
     ("500", "Internal error"),
     ("502", "Upstream service failed"),
+    (
+        "503",
+        "A storage backend (the S3 document store) cannot be reached right now; nothing was changed (SERVICE_UNAVAILABLE)",
+    ),
 ];
 
 fn r(name: &str) -> Value {
@@ -130,6 +134,9 @@ fn action_errors(act: &Act, body: bool) -> Vec<&'static str> {
     }
     if act.spec.upstream {
         out.push("502");
+    }
+    if act.spec.unavailable {
+        out.push("503");
     }
     out.sort_unstable();
     out

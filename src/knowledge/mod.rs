@@ -29,7 +29,7 @@ pub const STATUSES: &[&str] = &[
 ];
 
 pub fn store(app: &AppState) -> store::Store {
-    store::Store::new(app.config.documents_dir())
+    store::Store::new(app.documents.clone())
 }
 
 /// The document record of the contract. `owner` only when asked for (admin mode).

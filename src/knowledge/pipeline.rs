@@ -13,6 +13,7 @@ use serde_json::json;
 use super::crawl::{self, FetchError};
 use super::extract::{self, text};
 use crate::db::documents::{self as docs, Document, Scope};
+use crate::document_store::ReadError;
 use crate::error::{ApiError, ApiResult, Kind};
 use crate::events::Event;
 use crate::jobs::{self, Job};
@@ -44,9 +45,9 @@ pub fn requeue(
     c: &Connection,
     d: &Document,
     store: &super::store::Store,
-) -> rusqlite::Result<&'static str> {
+) -> ApiResult<&'static str> {
     let (status, kind) = match &d.content_hash {
-        Some(h) if store.exists(h) => ("pending_optimization", OPTIMIZE),
+        Some(h) if store.exists(h)? => ("pending_optimization", OPTIMIZE),
         _ => ("pending_extraction", EXTRACT),
     };
     docs::set_status(c, &d.id, status, None)?;
@@ -83,11 +84,16 @@ async fn load(app: &AppState, id: &str) -> ApiResult<Option<Document>> {
 async fn read_file(app: &AppState, hash: Option<String>) -> Result<Vec<u8>, FetchError> {
     let hash =
         hash.ok_or_else(|| FetchError::Permanent("the document has no stored source".into()))?;
-    let store = super::store(app);
-    tokio::task::spawn_blocking(move || store.read(&hash))
-        .await
-        .map_err(|e| FetchError::Transient(e.to_string()))?
-        .map_err(|e| FetchError::Permanent(format!("the stored source could not be read: {e}")))
+    // A store that is down for now is retried like a source that is; a missing file is not
+    // coming back.
+    super::store(app).read(&hash).await.map_err(|e| match e {
+        ReadError::Missing => {
+            FetchError::Permanent(format!("the stored source could not be read: {e}"))
+        }
+        ReadError::Unavailable(m) => {
+            FetchError::Transient(format!("the stored source could not be read: {m}"))
+        }
+    })
 }
 
 fn sandbox(app: &AppState) -> extract::sandbox::Sandbox {
@@ -205,6 +211,7 @@ async fn extract_step(app: &AppState, id: &str, attempts: i64) -> ApiResult<()> 
         Err(e) => return fail(app, id, e.message()).await,
     };
     let store = super::store(app);
+    let staged = store.stage(text.into_bytes()).await?;
     let id2 = id.to_string();
     let put = store.clone();
     let unused = app
@@ -216,7 +223,7 @@ async fn extract_step(app: &AppState, id: &str, attempts: i64) -> ApiResult<()> 
             if cur.status != "pending_extraction" {
                 return Ok(None);
             }
-            let hash = put.put(text.as_bytes()).map_err(ApiError::internal)?;
+            let hash = put.commit(&staged)?;
             docs::set_content_hash(c, &id2, &hash)?;
             docs::set_status(c, &id2, "pending_optimization", None)?;
             jobs::enqueue(
@@ -306,7 +313,15 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
     let chunks = text::chunk(&text, CHUNK_CHARS);
     let store = super::store(app);
     let put = store.clone();
-    let (id, ext2, size) = (d.id.clone(), external.clone(), text.len() as i64);
+    let size = text.len() as i64;
+    let staged = match store.stage(text.into_bytes()).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = app.voice.default().delete_document(&external).await;
+            return Err(e);
+        }
+    };
+    let (id, ext2) = (d.id.clone(), external.clone());
     let sized = d.doc_type == "text"
         || d.doc_type == "url"
         || d.doc_type == "website"
@@ -317,7 +332,7 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
             let Some(cur) = docs::get_any(c, &id)? else {
                 return Ok(None);
             };
-            let hash = put.put(text.as_bytes()).map_err(ApiError::internal)?;
+            let hash = put.commit(&staged)?;
             docs::set_content_hash(c, &id, &hash)?;
             docs::set_external_id(c, &id, Some(&ext2))?;
             docs::set_status(c, &id, "completed", None)?;

@@ -1,85 +1,71 @@
-//! The content-addressed file store under `data-dir/documents/`: originals (uploads, typed
-//! text) and extracted text, each named by the SHA-256 of its bytes.
+//! The content-addressed document files (originals: uploads, typed text; extracted text),
+//! each named by the SHA-256 of its bytes, in the configured [`DocumentStore`] (the
+//! `documents/` directory of the data directory, or an S3 bucket). This module holds the
+//! rules that tie the files to the records naming them.
 //!
 //! Crash safety. A record must never name a file that is not there, and a file nobody names
 //! must not stay forever:
-//! - `put` runs inside the write transaction, before the record that names the file commits.
-//!   It writes a temp file, fsyncs it, renames it into place and fsyncs the directory, so once
-//!   the record is committed its file is complete and its name durable (a reader never sees
-//!   half a file either).
+//! - A file is written before the record that names it commits: `stage` before the write
+//!   transaction (the S3 upload), `commit` inside it (the file store's temp file, fsync,
+//!   rename and directory fsync; S3's check that the object is still there). So once the
+//!   record is committed its file is complete and its name durable (a reader never sees half
+//!   a file either).
 //! - A file is removed only after the transaction that dropped its last use has committed
 //!   (`collect`). Removing it inside that transaction, as this store once did, loses the file
 //!   of a record that survives when the process dies (or the commit fails) before the commit.
 //! - The price of both orders is that a crash between them leaves a file no record names: a
-//!   `put` whose record never committed, or a `collect` that never ran. The SIGKILL test of
+//!   write whose record never committed, or a `collect` that never ran. The SIGKILL test of
 //!   `tests/it/durability.rs` produced such orphans in every run. `sweep` removes them, with
 //!   leftover temp files, when the service starts.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-
-use sha2::{Digest, Sha256};
+use std::collections::HashSet;
 
 use crate::db::{self, Db};
+use crate::document_store::{DocumentStore, Entry, ReadError, Staged};
 use crate::error::ApiResult;
+
+/// Objects of an S3 store younger than this are left to the next sweep: an upload whose
+/// record has not committed yet (another process's, or one in flight when this one starts)
+/// looks exactly like an orphan.
+const S3_SWEEP_GRACE: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 
 #[derive(Debug, Clone)]
 pub struct Store {
-    dir: PathBuf,
+    files: DocumentStore,
 }
 
 impl Store {
-    pub fn new(dir: impl Into<PathBuf>) -> Store {
-        Store { dir: dir.into() }
+    pub fn new(files: DocumentStore) -> Store {
+        Store { files }
     }
 
     pub fn hash(bytes: &[u8]) -> String {
-        hex::encode(Sha256::digest(bytes))
+        DocumentStore::hash(bytes)
     }
 
-    pub fn path(&self, hash: &str) -> PathBuf {
-        self.dir.join(&hash[..2]).join(hash)
+    /// Before the write transaction that will name the bytes (see the module comment).
+    pub async fn stage(&self, bytes: Vec<u8>) -> ApiResult<Staged> {
+        self.files.stage(bytes).await
     }
 
-    /// Stores `bytes` (once per content) and returns its hash.
-    pub fn put(&self, bytes: &[u8]) -> std::io::Result<String> {
-        let hash = Self::hash(bytes);
-        let path = self.path(&hash);
-        if path.exists() {
-            return Ok(hash);
-        }
-        let parent = path.parent().expect("hash path has a parent");
-        if !parent.exists() {
-            std::fs::create_dir_all(parent)?;
-            sync_dir(&self.dir)?;
-        }
-        let tmp = parent.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
-        let res = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)?;
-            // The rename itself must reach the disk before the record naming the file commits.
-            sync_dir(parent)
-        })();
-        if res.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        res.map(|_| hash)
+    /// Inside that transaction; returns the hash to record.
+    pub fn commit(&self, staged: &Staged) -> ApiResult<String> {
+        self.files.commit(staged)
     }
 
-    pub fn read(&self, hash: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.path(hash))
+    pub async fn read(&self, hash: &str) -> Result<Vec<u8>, ReadError> {
+        self.files.read(hash).await
     }
 
-    pub fn exists(&self, hash: &str) -> bool {
-        self.path(hash).exists()
+    /// From a blocking thread (inside a write transaction).
+    pub fn exists(&self, hash: &str) -> ApiResult<bool> {
+        self.files.exists_blocking(hash)
     }
 
     /// Removes the files of `hashes` that no document record uses any more. Call after the
     /// transaction that dropped their last use has committed (see the module comment). The
     /// check and the removal run as a write on the single writer, so they cannot interleave
-    /// with a `put` of the same bytes for a new record: that `put` either committed before
+    /// with the `commit` of the same bytes for a new record: that `commit` either ran before
     /// (the file is in use and stays) or runs after (it finds no file and writes it again).
     pub async fn collect(&self, db: &Db, hashes: Vec<String>) {
         if hashes.is_empty() {
@@ -90,7 +76,7 @@ impl Store {
             .write(move |c| {
                 for h in &hashes {
                     if db::documents::hash_uses(c, h)? == 0 {
-                        remove_quietly(&this.path(h));
+                        this.files.remove_blocking(&DocumentStore::key_of(h));
                     }
                 }
                 Ok(())
@@ -102,44 +88,66 @@ impl Store {
         }
     }
 
-    /// Removes every file no document record names and every leftover temp file; returns how
-    /// many. Run at startup. It looks and removes while holding the database's write lock
-    /// (inside a write transaction): every `put` happens inside a write transaction too, so no
-    /// file whose record is about to commit can be taken for an orphan, even one written by
-    /// another process on the same data directory.
+    /// Removes every file no document record names and every leftover temp file of the file
+    /// store; returns how many. Run at startup. It looks and removes while holding the
+    /// database's write lock (inside a write transaction): every `commit` happens inside a
+    /// write transaction too, so no file whose record is about to commit can be taken for an
+    /// orphan, even one written by another process on the same data directory.
+    ///
+    /// On the file store this runs here and now (a directory walk); an S3 store is swept by
+    /// [`Store::sweep_objects`], in the background.
     pub fn sweep(&self, db: &Db) -> ApiResult<usize> {
+        if !self.files.is_file() {
+            return Ok(0);
+        }
         db.write_blocking(|c| {
+            let entries = self
+                .files
+                .list_blocking()
+                .map_err(crate::error::ApiError::internal)?;
             let used = db::documents::stored_hashes(c)?;
-            let mut removed = 0;
-            let Ok(dirs) = std::fs::read_dir(&self.dir) else {
-                return Ok(0);
-            };
-            for d in dirs.flatten().filter(|d| d.path().is_dir()) {
-                let Ok(files) = std::fs::read_dir(d.path()) else {
-                    continue;
-                };
-                for f in files.flatten() {
-                    let name = f.file_name().to_string_lossy().into_owned();
-                    if name.starts_with(".tmp-") || !used.contains(&name) {
-                        remove_quietly(&f.path());
-                        removed += 1;
-                    }
-                }
-            }
-            Ok(removed)
+            Ok(self.remove_orphans(&entries, &used, None))
         })
     }
-}
 
-/// Makes a directory's entries (a rename, a new subdirectory) durable.
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
+    /// The sweep of an S3 store: the listing (which may be long) runs outside the database;
+    /// each orphan is looked at again and removed inside one write transaction, and only
+    /// when older than [`S3_SWEEP_GRACE`] (an upload refreshes an object's age).
+    pub async fn sweep_objects(&self, db: &Db) -> ApiResult<usize> {
+        if self.files.is_file() {
+            return Ok(0);
+        }
+        let entries = self.files.list().await?;
+        let this = self.clone();
+        db.write(move |c| {
+            let used = db::documents::stored_hashes(c)?;
+            let cutoff = chrono::Utc::now() - S3_SWEEP_GRACE;
+            Ok(this.remove_orphans(&entries, &used, Some(cutoff)))
+        })
+        .await
+    }
 
-fn remove_quietly(p: &Path) {
-    if let Err(e) = std::fs::remove_file(p)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        tracing::warn!(path = %p.display(), error = %e, "could not remove a stored document file");
+    fn remove_orphans(
+        &self,
+        entries: &[Entry],
+        used: &HashSet<String>,
+        older_than: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> usize {
+        let mut removed = 0;
+        for e in entries {
+            if !e.temp && used.contains(&e.name) {
+                continue;
+            }
+            if let Some(cutoff) = older_than {
+                // Asked again now, under the write lock: the listing may be stale.
+                match self.files.modified_blocking(&e.key) {
+                    Ok(Some(m)) if m < cutoff => {}
+                    _ => continue,
+                }
+            }
+            self.files.remove_blocking(&e.key);
+            removed += 1;
+        }
+        removed
     }
 }

@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::documents::{b64, chunks};
+use crate::common::documents::{b64, chunks, stored_files};
 use crate::common::fakes::transcripts::{self, Transcripts};
 use crate::common::fakes::website::Website;
 use crate::common::*;
@@ -132,10 +132,7 @@ async fn text_document_moves_through_the_pipeline_and_gets_an_external_id() {
         "{kinds:?}"
     );
     // the original and the text are in the store, hash-named
-    let files = std::fs::read_dir(app.dir.path().join("documents"))
-        .unwrap()
-        .count();
-    assert!(files >= 1);
+    assert!(stored_files(&app).await >= 1);
 }
 
 #[tokio::test]
@@ -1162,32 +1159,20 @@ async fn deleting_removes_stored_files_once_unused() {
     let b = create_text(&app, &u, "Same 2", "identical bytes").await;
     settle(&app, &u.token, &a).await;
     settle(&app, &u.token, &b).await;
-    let count = || walk(&app.dir.path().join("documents"));
-    fn walk(p: &std::path::Path) -> usize {
-        std::fs::read_dir(p)
-            .map(|rd| {
-                rd.flatten()
-                    .map(|e| {
-                        if e.path().is_dir() {
-                            walk(&e.path())
-                        } else {
-                            1
-                        }
-                    })
-                    .sum()
-            })
-            .unwrap_or(0)
-    }
-    let n = count();
+    let n = stored_files(&app).await;
     assert!(n >= 1);
     app.call(&u.token, KB, "delete", Some(json!(a)), json!({}))
         .await
         .ok(200);
-    assert_eq!(count(), n, "still used by the other record");
+    assert_eq!(
+        stored_files(&app).await,
+        n,
+        "still used by the other record"
+    );
     app.call(&u.token, KB, "delete", Some(json!(b)), json!({}))
         .await
         .ok(200);
-    assert_eq!(count(), 0);
+    assert_eq!(stored_files(&app).await, 0);
     assert_eq!(app.count("document_chunks").await, 0);
 }
 

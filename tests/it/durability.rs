@@ -411,15 +411,15 @@ async fn acknowledged_writes_survive_sigkill() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let store = genied::knowledge::store::Store::new(data.join("documents"));
+    let store = data.join("documents");
     for a in &acked_docs {
         let d = docs
             .get(&a.id)
             .unwrap_or_else(|| panic!("acknowledged document {} lost", a.id));
         assert_eq!(d["status"], json!("completed"), "{d}");
-        let hash = genied::knowledge::store::Store::hash(a.content.as_bytes());
+        let hash = genied::document_store::DocumentStore::hash(a.content.as_bytes());
         assert_eq!(
-            store.read(&hash).ok().as_deref(),
+            crate::common::documents::stored_file(&store, &hash).as_deref(),
             Some(a.content.as_bytes()),
             "the original of {} is not stored intact",
             a.id
@@ -604,9 +604,11 @@ async fn startup_sweeps_unreferenced_document_files() {
     let docs = app.dir.path().join("documents");
     assert!(!docs.join("cd").join(&stray).exists());
     assert!(!docs.join("cd").join(".tmp-0123").exists());
-    let store = genied::knowledge::store::Store::new(&docs);
-    let kept = genied::knowledge::store::Store::hash(content.as_bytes());
-    assert_eq!(store.read(&kept).unwrap(), content.as_bytes());
+    let kept = genied::document_store::DocumentStore::hash(content.as_bytes());
+    assert_eq!(
+        crate::common::documents::stored_file(&docs, &kept).as_deref(),
+        Some(content.as_bytes())
+    );
     let d = app
         .call(&u.token, "knowledge-base", "get", Some(id), json!({}))
         .await;

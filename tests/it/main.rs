@@ -30,6 +30,7 @@ mod leads;
 mod live;
 mod marketplace;
 mod notifications;
+mod object_store;
 mod observability;
 mod oidc;
 mod openapi;

@@ -276,7 +276,7 @@ pub(crate) fn file_draft(
 
 /// Stores the original, the record, the genie link and the first pipeline job in one
 /// transaction, then wakes the worker.
-pub(crate) async fn insert(ctx: &Ctx, d: Draft) -> ApiResult<Reply> {
+pub(crate) async fn insert(ctx: &Ctx, mut d: Draft) -> ApiResult<Reply> {
     let agent = d
         .agent_id
         .as_deref()
@@ -291,6 +291,27 @@ pub(crate) async fn insert(ctx: &Ctx, d: Draft) -> ApiResult<Reply> {
     let uid = ctx.user_id().to_string();
     let any_owner = ctx.principal.is_admin();
     let store = knowledge::store(&ctx.app);
+    if !ctx.app.documents.is_file() && d.original.is_some() {
+        // Refused before the upload, so a request that will fail leaves nothing in the
+        // bucket (the transaction checks again).
+        let (u, a, f) = (uid.clone(), agent.clone(), folder.clone());
+        ctx.db()
+            .read(move |c| {
+                if let Some(a) = &a
+                    && docs::owned_genie(c, &u, any_owner, a)?.is_none()
+                {
+                    return Err(ApiError::agent_not_found());
+                }
+                check_folder(c, &u, f.as_deref())
+            })
+            .await?;
+    }
+    // The original goes to the store before the transaction (an S3 upload must not hold the
+    // database writer); a store that cannot take it fails the request with nothing written.
+    let staged = match d.original.take() {
+        Some(b) => Some(store.stage(b).await?),
+        None => None,
+    };
     let doc = ctx
         .db()
         .write(move |c| {
@@ -300,8 +321,8 @@ pub(crate) async fn insert(ctx: &Ctx, d: Draft) -> ApiResult<Reply> {
                 return Err(ApiError::agent_not_found());
             }
             check_folder(c, &uid, folder.as_deref())?;
-            let hash = match &d.original {
-                Some(b) => Some(store.put(b).map_err(ApiError::internal)?),
+            let hash = match &staged {
+                Some(s) => Some(store.commit(s)?),
                 None => None,
             };
             let id = docs::insert(

@@ -495,7 +495,8 @@ pub const RESOURCE: Resource = Resource {
         Action::write("create", handler!(create::create))
             .data(schema::<create::CreateReq>)
             .conflict()
-            .upstream(),
+            .upstream()
+            .unavailable(),
         Action::write("update", handler!(update))
             .id()
             .conflict()
@@ -518,6 +519,7 @@ pub const RESOURCE: Resource = Resource {
         Action::read("search", handler!(search)).data(schema::<SearchReq>),
         Action::write("retry", handler!(retry))
             .id()
-            .data(schema::<RetryReq>),
+            .data(schema::<RetryReq>)
+            .unavailable(),
     ],
 };

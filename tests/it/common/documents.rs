@@ -23,3 +23,35 @@ pub async fn chunks(app: &TestApp, id: &str) -> String {
         .await
         .unwrap()
 }
+
+/// How many document files the app's store holds: files under `documents/` of its data
+/// directory, or objects under its prefix of the test bucket (`GENIED_TEST_DOCUMENT_STORE=s3`).
+pub async fn stored_files(app: &TestApp) -> usize {
+    match &app.state.config.document_store {
+        genied::config::DocumentStoreUrl::S3 { prefix, .. } => {
+            super::s3::objects(prefix).await.len()
+        }
+        genied::config::DocumentStoreUrl::File => walk(&app.dir.path().join("documents")),
+    }
+}
+
+fn walk(p: &std::path::Path) -> usize {
+    std::fs::read_dir(p)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    if e.path().is_dir() {
+                        walk(&e.path())
+                    } else {
+                        1
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The stored file of `hash` in a file store at `dir` (`data-dir/documents`), if there.
+pub fn stored_file(dir: &std::path::Path, hash: &str) -> Option<Vec<u8>> {
+    std::fs::read(dir.join(&hash[..2]).join(hash)).ok()
+}

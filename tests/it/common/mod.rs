@@ -11,6 +11,7 @@ pub mod fakes;
 pub mod fixtures;
 pub mod oidc_provider;
 pub mod process;
+pub mod s3;
 
 use genied::Config;
 use genied::app::AppState;
@@ -107,6 +108,11 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     // The service runs in this test process; uploaded files are read by the real genied
     // binary in a child process, as under `genied serve`.
     c.extract_exe = Some(env!("CARGO_BIN_EXE_genied").into());
+    // The second run of the document tests keeps document files in a real S3-compatible
+    // server (see `s3`).
+    if s3::enabled() {
+        s3::use_s3(&mut c);
+    }
     c
 }
 
@@ -117,6 +123,14 @@ impl TestApp {
 
     pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = test_config(dir.path());
+        tweak(&mut config);
+        Self::start(dir, config).await
+    }
+
+    /// Starts the service on `dir`, which may hold a data directory already (a database
+    /// and secrets copied from another test app).
+    pub async fn spawn_in(dir: TempDir, tweak: impl FnOnce(&mut Config)) -> TestApp {
         let mut config = test_config(dir.path());
         tweak(&mut config);
         Self::start(dir, config).await
