@@ -846,3 +846,40 @@ async fn a_vapi_campaign_call_ends_through_the_vapi_webhook() {
     // A replayed report changes nothing.
     hook(busy).await.err(401, "UNAUTHORIZED");
 }
+
+#[tokio::test]
+async fn the_call_rate_caps_the_calls_started_in_a_minute() {
+    let llm = FakeCallLlm::start(PROMPT, MODEL, None).await;
+    let app = llm_app(&llm).await;
+    let u = app.standard().await;
+    let g = genie(&app, &u).await;
+    for i in 0..5 {
+        lead(
+            &app,
+            &u,
+            &g,
+            &format!("Lead {i}"),
+            Some(&phone(i * 10 + 4)),
+            json!({}),
+        )
+        .await;
+    }
+    let id = campaign(
+        &app,
+        &u,
+        json!({"genie_id": g, "name": "Slow", "calling_hours": all_day(), "concurrency": 5, "calls_per_minute": 2}),
+    )
+    .await;
+    act(&app, &u, &id, "start").await.ok(200);
+    let k = wait_for(&app, &u, &id, "the rate limit", |k| {
+        k["counts"]["completed"] == json!(2)
+            && k["waiting"]
+                .as_str()
+                .is_some_and(|w| w.contains("rate limit (2 a minute)"))
+    })
+    .await;
+    assert_eq!(k["counts"]["pending"], json!(3), "{k}");
+    assert_eq!(calls(&app, &u, &id).await.len(), 2);
+    assert_eq!(llm.pickups().len(), 2);
+    act(&app, &u, &id, "cancel").await.ok(200);
+}
