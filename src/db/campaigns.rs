@@ -455,6 +455,9 @@ pub fn started_since(c: &Connection, campaign: &str, since: &str) -> rusqlite::R
     .collect()
 }
 
+/// Calls with their lead's name, and how many calls match in all.
+pub type CallPage = (Vec<(Call, Option<String>)>, i64);
+
 /// A page of a campaign's calls (of one lead with `lead`), in the order they started, with
 /// the lead's name; and how many there are.
 pub fn calls(
@@ -463,7 +466,7 @@ pub fn calls(
     lead: Option<i64>,
     limit: i64,
     offset: i64,
-) -> rusqlite::Result<(Vec<(Call, Option<String>)>, i64)> {
+) -> rusqlite::Result<CallPage> {
     let cols = CALL_COLS
         .split(", ")
         .map(|k| format!("k.{}", k.trim()))

@@ -26,6 +26,7 @@ pub mod leads;
 pub mod marketplace;
 pub mod notifications;
 pub mod page_chat;
+pub mod phone_imports;
 pub mod provider_hooks;
 pub mod qr_codes;
 pub mod sessions;

@@ -35,6 +35,7 @@ mod observability;
 mod oidc;
 mod openapi;
 mod perf;
+mod phone_import;
 mod profiles;
 mod provider_hooks;
 mod provider_hooks_platforms;
