@@ -22,7 +22,7 @@ pub fn insert(
 }
 
 /// Every sealed value: (phone id, nonce, ciphertext), for a master-key rotation.
-pub fn all_sealed(c: &Connection) -> rusqlite::Result<Vec<(String, Vec<u8>, Vec<u8>)>> {
+pub fn all_sealed(c: &Connection) -> rusqlite::Result<Vec<super::webhooks::SealedSecret>> {
     c.prepare("SELECT phone_id, nonce, ciphertext FROM phone_imports ORDER BY phone_id")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect()

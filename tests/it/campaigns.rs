@@ -202,7 +202,7 @@ async fn two_hundred_leads_each_get_their_outcome_and_the_limits_hold() {
     }
     let outcome = |c: &Value| c["outcome"].as_str().unwrap().to_string();
     let mut expected_calls = 0;
-    for (lid, ph, dnc) in &leads {
+    for (i, (lid, ph, dnc)) in leads.iter().enumerate() {
         let made: Vec<&Value> = by_lead.get(lid).cloned().unwrap_or_default();
         let last = ph.chars().last().unwrap();
         let want: Vec<&str> = if *dnc {
@@ -263,7 +263,7 @@ async fn two_hundred_leads_each_get_their_outcome_and_the_limits_hold() {
             let c = r.ok(200)["conversation"].clone();
             let text = c["transcript"].to_string();
             assert!(text.contains("this is Sunny from Acme Solar"), "{c}");
-            assert!(text.contains(&format!("Hi, this is Lead ")), "{c}");
+            assert!(text.contains(&format!("Hi, this is Lead {i}.")), "{c}");
             assert!(text.contains("Goodbye"), "{c}");
             assert_eq!(c["channel"], json!("phone"));
             assert!(

@@ -254,6 +254,54 @@ async fn a_sip_trunk_number_is_imported_into_retell() {
 }
 
 #[tokio::test]
+async fn a_twilio_number_is_imported_into_elevenlabs_and_assigned_to_the_agent() {
+    use crate::common::fakes::elevenlabs::{FakeElevenLabs, KEY};
+    let fake = FakeElevenLabs::start().await;
+    let base = fake.base.clone();
+    let app = TestApp::spawn_with(move |c| {
+        c.voice_provider = "elevenlabs".into();
+        c.elevenlabs_base_url = base;
+        c.elevenlabs_api_key = Some(genied::config::Secret(KEY.into()));
+    })
+    .await;
+    let u = app.standard().await;
+    let (id, agent) = genie(&app, &u).await;
+    // Without import data ElevenLabs still hands out no number.
+    attach(&app, &u, &id, json!({}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+    let r = attach(
+        &app,
+        &u,
+        &id,
+        json!({"number": "+14155550180", "twilio": {"account_sid": SID, "auth_token": TOKEN}}),
+    )
+    .await;
+    assert_eq!(r.ok(200)["genie"]["phone"]["number"], json!("+14155550180"));
+    assert!(!r.body.to_string().contains(TOKEN));
+    let reqs = fake.requests();
+    let create = reqs
+        .iter()
+        .find(|r| r.method == "POST" && r.path == "/v1/convai/phone-numbers")
+        .expect("the import reached ElevenLabs");
+    assert_eq!(
+        create.body,
+        json!({"provider": "twilio", "phone_number": "+14155550180", "label": "Line", "sid": SID, "token": TOKEN})
+    );
+    assert_eq!(create.api_key.as_deref(), Some(KEY));
+    let assign = reqs
+        .iter()
+        .find(|r| r.method == "PATCH" && r.path.starts_with("/v1/convai/phone-numbers/"))
+        .expect("the number was assigned");
+    assert_eq!(assign.body, json!({"agent_id": agent}));
+    let pid = assign.path.trim_start_matches("/v1/convai/phone-numbers/");
+    assert_eq!(fake.phone(pid).unwrap()["assigned_agent"], json!(agent));
+    let (_, kind, _, _, ct) = stored(&app, &id).await.expect("stored import");
+    assert_eq!(kind, "twilio");
+    assert!(!contains(&ct, TOKEN));
+}
+
+#[tokio::test]
 async fn the_local_provider_imports_nothing() {
     let app = TestApp::spawn().await;
     let u = app.standard().await;
