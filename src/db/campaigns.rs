@@ -177,6 +177,24 @@ pub fn delete(c: &Connection, id: &str) -> rusqlite::Result<bool> {
     Ok(c.execute("DELETE FROM campaigns WHERE id = ?1", [id])? == 1)
 }
 
+/// Running campaigns of a genie.
+pub fn running_of_genie(c: &Connection, genie_id: &str) -> rusqlite::Result<Vec<String>> {
+    c.prepare_cached(
+        "SELECT id FROM campaigns WHERE genie_id = ?1 AND status = 'running' ORDER BY id",
+    )?
+    .query_map([genie_id], |r| r.get(0))?
+    .collect()
+}
+
+/// Calls not ended yet of every campaign of a genie.
+pub fn open_calls_of_genie(c: &Connection, genie_id: &str) -> rusqlite::Result<i64> {
+    c.prepare_cached(
+        "SELECT COUNT(*) FROM campaign_calls k JOIN campaigns p ON p.id = k.campaign_id
+         WHERE p.genie_id = ?1 AND k.status <> 'ended'",
+    )?
+    .query_row([genie_id], |r| r.get(0))
+}
+
 /// Campaigns in this state (every user's).
 pub fn ids_in_state(c: &Connection, status: &str) -> rusqlite::Result<Vec<String>> {
     c.prepare("SELECT id FROM campaigns WHERE status = ?1 ORDER BY id")?

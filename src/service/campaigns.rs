@@ -447,7 +447,15 @@ fn fill_tx(
     }
     let in_flight = repo::open_calls(c, id)?.len() as i64;
     let recent = repo::started_since(c, id, &db::fmt_time(now - chrono::Duration::seconds(60)))?;
-    let room = (k.concurrency - in_flight).min(k.calls_per_minute - recent.len() as i64);
+    let mut room = (k.concurrency - in_flight).min(k.calls_per_minute - recent.len() as i64);
+    // The genie's own limit (`max_calls`: calls at once) holds across all its campaigns.
+    let genie_cap = db::genies::find(c, &k.genie_id)?.and_then(|g| g.max_calls);
+    let mut genie_full = false;
+    if let Some(cap) = genie_cap {
+        let free = cap - repo::open_calls_of_genie(c, &k.genie_id)?;
+        genie_full = free <= 0;
+        room = room.min(free);
+    }
     let (Some(hs), Some(he)) = (parse_hm(&k.hours_start), parse_hm(&k.hours_end)) else {
         return Err(ApiError::internal("campaign with unreadable calling hours"));
     };
@@ -549,6 +557,11 @@ fn fill_tx(
     let rate_full = k.calls_per_minute - (recent.len() + out.dials.len()) as i64 <= 0;
     let waiting = if !out.dials.is_empty() || open >= k.concurrency {
         None
+    } else if genie_full {
+        Some(format!(
+            "the genie's limit of {} calls at once (max_calls) is reached",
+            genie_cap.unwrap_or_default()
+        ))
     } else if rate_full {
         Some(format!(
             "the call rate limit ({} a minute) is reached",
@@ -764,6 +777,15 @@ pub async fn finish(
         json!({"call": v, "campaign_id": k.id}),
     ));
     fill(app, &k.id, None).await?;
+    // A slot of the genie's own limit may be what its other campaigns wait for.
+    let (gid, kid) = (k.genie_id.clone(), k.id.clone());
+    let others = app
+        .db
+        .read(move |c| Ok(repo::running_of_genie(c, &gid)?))
+        .await?;
+    for other in others.into_iter().filter(|o| *o != kid) {
+        fill(app, &other, None).await?;
+    }
     Ok(())
 }
 

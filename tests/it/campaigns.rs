@@ -883,3 +883,60 @@ async fn the_call_rate_caps_the_calls_started_in_a_minute() {
     assert_eq!(llm.pickups().len(), 2);
     act(&app, &u, &id, "cancel").await.ok(200);
 }
+
+#[tokio::test]
+async fn the_genies_max_calls_holds_across_its_campaigns() {
+    let llm = FakeCallLlm::start(PROMPT, MODEL, None).await;
+    llm.set_delay(Duration::from_millis(40));
+    let app = llm_app(&llm).await;
+    let u = app.standard().await;
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "create",
+            None,
+            json!({"genieName": "Sunny", "systemPrompt": PROMPT, "llmModel": MODEL, "maxCalls": 2}),
+        )
+        .await;
+    let g = r.ok(201)["genie"]["id"].as_str().unwrap().to_string();
+    for i in 0..12 {
+        let status = if i % 2 == 0 { "new" } else { "contacted" };
+        lead(
+            &app,
+            &u,
+            &g,
+            &format!("Lead {i}"),
+            Some(&phone(i * 10 + 5)),
+            json!({"status": status}),
+        )
+        .await;
+    }
+    let mut ids = Vec::new();
+    for status in ["new", "contacted"] {
+        let id = campaign(
+            &app,
+            &u,
+            json!({"genie_id": g, "name": status, "filters": {"status": status}, "calling_hours": all_day(),
+                   "concurrency": 3, "calls_per_minute": 600}),
+        )
+        .await;
+        ids.push(id);
+    }
+    for id in &ids {
+        act(&app, &u, id, "start").await.ok(200);
+    }
+    let mut all = Vec::new();
+    for id in &ids {
+        let k = wait_for(&app, &u, id, "completion", |k| {
+            k["status"] == json!("completed")
+        })
+        .await;
+        assert_eq!(k["counts"]["completed"], json!(6), "{k}");
+        all.extend(calls(&app, &u, id).await);
+    }
+    assert_eq!(all.len(), 12);
+    assert!(llm.max_open_calls() <= 2, "{}", llm.max_open_calls());
+    assert!(max_overlap(&all) <= 2, "{}", max_overlap(&all));
+    assert!(llm.problems().is_empty(), "{:?}", llm.problems());
+}
