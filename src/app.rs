@@ -129,6 +129,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         auth_cache: auth::AuthCache::default(),
         worker_beat: crate::jobs::Heartbeat::new(),
         documents,
+        tasks: crate::tasks::Tasks::default(),
     });
     let router = http::router(state.clone(), Router::new());
     Ok(App { state, router })
@@ -184,6 +185,8 @@ pub async fn serve(
     http::server::run(app.router, listener, limits, shutdown).await;
     let _ = stop_tx.send(true);
     let _ = tokio::join!(worker, fan_out, housekeeping, indexer);
+    // After the job worker: a tick it was running may have started calls.
+    app.state.tasks.abort_all();
     if let Some(m) = metrics {
         let _ = m.await;
     }

@@ -27,6 +27,13 @@ pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
             crate::knowledge::pipeline::crashed_too_often(c, job)?;
         }
     }
+    let closed = crate::service::campaigns::recover(c)?;
+    if closed > 0 {
+        tracing::warn!(
+            count = closed,
+            "closed campaign calls a previous process left in progress (never placed again)"
+        );
+    }
     Ok(recovered.requeued)
 }
 
@@ -50,6 +57,9 @@ async fn run(app: &AppState, job: &Job) -> ApiResult<()> {
         }
         crate::service::conversations::SYNC_JOB => {
             crate::service::conversations::sync_job(app, &job.payload, job.attempts).await
+        }
+        crate::service::campaigns::TICK_JOB => {
+            crate::service::campaigns::tick_job(app, &job.payload).await
         }
         crate::service::conversations::REPORT_JOB => {
             crate::service::conversations::report_job(app, &job.payload).await

@@ -24,6 +24,12 @@ pub const EVENT_TYPES: &[&str] = &[
     "worker_run.failed",
     "api_key.created",
     "api_key.revoked",
+    "campaign.started",
+    "campaign.paused",
+    "campaign.resumed",
+    "campaign.cancelled",
+    "campaign.completed",
+    "call.completed",
 ];
 
 #[derive(Debug, Clone, Serialize)]

@@ -47,6 +47,8 @@ pub struct AppInner {
     pub documents: crate::document_store::DocumentStore,
     /// The job worker's last sign of life (see `jobs::Heartbeat`).
     pub worker_beat: crate::jobs::Heartbeat,
+    /// Campaign calls in progress; aborted when the service stops.
+    pub tasks: crate::tasks::Tasks,
 }
 
 pub type AppState = Arc<AppInner>;

@@ -6,6 +6,7 @@ pub mod action;
 pub mod activities;
 pub mod analytics;
 pub mod api_keys;
+pub mod campaigns;
 pub mod conversations;
 pub mod document_folders;
 pub mod documents;
@@ -68,6 +69,7 @@ pub const RESOURCES: &[&Resource] = &[
     &webhooks::RESOURCE,
     &notifications::RESOURCE,
     &analytics::RESOURCE,
+    &campaigns::RESOURCE,
 ];
 
 /// The table of a resource by its envelope name, or `None` when it is unknown.

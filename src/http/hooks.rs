@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::db;
 use crate::error::{ApiError, ApiResult};
-use crate::service::conversations;
+use crate::service::{campaign_calls, conversations};
 use crate::state::AppState;
 use crate::voice::{ConversationDetail, Turn};
 
@@ -296,7 +296,19 @@ async fn receive_vapi(app: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiRe
             "message.call: id and assistantId are required",
         ));
     }
-    ingest(app, detail).await
+    let (pid, reason) = (
+        detail.conversation_id.clone(),
+        call["endedReason"].as_str().unwrap_or("").to_string(),
+    );
+    let out = ingest(app, detail).await?;
+    campaign_calls::platform_call_ended(
+        app,
+        &pid,
+        campaign_calls::vapi_outcome(&reason),
+        out["conversation_id"].as_str(),
+    )
+    .await;
+    Ok(out)
 }
 
 fn subtle_eq(a: &[u8], b: &[u8]) -> bool {
@@ -380,7 +392,22 @@ async fn receive_retell(app: &AppState, headers: &HeaderMap, body: &[u8]) -> Api
             "call: call_id and agent_id are required",
         ));
     }
-    ingest(app, detail).await
+    let (pid, reason) = (
+        detail.conversation_id.clone(),
+        v["call"]["disconnection_reason"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+    );
+    let out = ingest(app, detail).await?;
+    campaign_calls::platform_call_ended(
+        app,
+        &pid,
+        campaign_calls::retell_outcome(&reason),
+        out["conversation_id"].as_str(),
+    )
+    .await;
+    Ok(out)
 }
 
 #[cfg(test)]

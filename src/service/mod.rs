@@ -7,6 +7,8 @@
 pub mod accounts;
 pub mod analytics;
 pub mod api_keys;
+pub mod campaign_calls;
+pub mod campaigns;
 pub mod conversation_figures;
 pub mod conversations;
 pub mod documents;

@@ -399,6 +399,66 @@ impl VoiceProvider for ElevenLabs {
         ))
     }
 
+    fn number_import_kinds(&self) -> &'static [&'static str] {
+        &["twilio"]
+    }
+
+    /// `POST /v1/convai/phone-numbers` (provider `twilio`), then the number is assigned to
+    /// the agent; if that fails the number is deleted again, so nothing is left half-made.
+    async fn import_number(
+        &self,
+        agent_id: &str,
+        label: &str,
+        number: &ImportedNumber,
+    ) -> ProviderResult<ProvisionedNumber> {
+        let NumberSource::Twilio {
+            account_sid,
+            auth_token,
+        } = &number.source
+        else {
+            return Err(ProviderError::new(
+                "genied imports Twilio numbers into ElevenLabs; SIP trunks are not supported in this version",
+            ));
+        };
+        let v = self
+            .call(
+                Method::POST,
+                "/v1/convai/phone-numbers",
+                &[],
+                Some(json!({
+                    "provider": "twilio",
+                    "phone_number": number.number,
+                    "label": label,
+                    "sid": account_sid,
+                    "token": auth_token.0,
+                })),
+            )
+            .await?;
+        let id = v["phone_number_id"]
+            .as_str()
+            .ok_or_else(|| ProviderError::new("ElevenLabs did not return a phone_number_id"))?
+            .to_string();
+        let path = format!("/v1/convai/phone-numbers/{}", seg(&id));
+        if let Err(e) = self
+            .call(
+                Method::PATCH,
+                &path,
+                &[],
+                Some(json!({"agent_id": agent_id})),
+            )
+            .await
+        {
+            if let Err(d) = self.call(Method::DELETE, &path, &[], None).await {
+                tracing::warn!(error = %d, number = %id, "could not delete an imported number whose assignment failed");
+            }
+            return Err(e);
+        }
+        Ok(ProvisionedNumber {
+            number: number.number.clone(),
+            external_id: id,
+        })
+    }
+
     async fn release_number(&self, external_id: &str) -> ProviderResult<()> {
         let path = format!("/v1/convai/phone-numbers/{}", seg(external_id));
         match self

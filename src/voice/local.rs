@@ -331,3 +331,23 @@ mod tests {
         assert!(parse_pool("+1555-+15555550100").is_err());
     }
 }
+
+/// Whether a simulated callee picks up: decided by the number, so that campaigns can be
+/// tried and tested with every outcome. A number ending in 7 never answers, one ending in 8
+/// is always busy, one ending in 9 is busy on the first attempt and answers later; any
+/// other number answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pickup {
+    Answered,
+    NoAnswer,
+    Busy,
+}
+
+pub fn simulated_pickup(to: &str, attempt: i64) -> Pickup {
+    match to.chars().last() {
+        Some('7') => Pickup::NoAnswer,
+        Some('8') => Pickup::Busy,
+        Some('9') if attempt <= 1 => Pickup::Busy,
+        _ => Pickup::Answered,
+    }
+}

@@ -134,6 +134,47 @@ pub struct OutboundCall {
     pub metadata: Value,
 }
 
+/// A number the team owns elsewhere, to import into a platform with its credentials.
+#[derive(Clone)]
+pub struct ImportedNumber {
+    /// E.164.
+    pub number: String,
+    pub source: NumberSource,
+}
+
+/// Where an imported number lives. Debug never shows the secrets.
+#[derive(Clone)]
+pub enum NumberSource {
+    /// A number of a Twilio account (`AC…` SID and auth token).
+    Twilio {
+        account_sid: String,
+        auth_token: crate::config::Secret,
+    },
+    /// A SIP trunk (e.g. Twilio Elastic SIP Trunking): where calls are sent, and its
+    /// digest credentials when it has them.
+    Sip {
+        termination_uri: String,
+        username: Option<String>,
+        password: Option<crate::config::Secret>,
+    },
+}
+
+impl NumberSource {
+    /// `twilio` or `sip`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            NumberSource::Twilio { .. } => "twilio",
+            NumberSource::Sip { .. } => "sip",
+        }
+    }
+}
+
+impl std::fmt::Debug for ImportedNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ImportedNumber({}, {})", self.number, self.source.kind())
+    }
+}
+
 /// A provider call that failed. Its message is safe to show (no secrets).
 #[derive(Debug, Clone)]
 pub struct ProviderError {
@@ -211,6 +252,23 @@ pub trait VoiceProvider: Send + Sync {
         let _ = call;
         Err(ProviderError::new(format!(
             "the '{}' voice provider cannot place outbound calls",
+            self.name()
+        )))
+    }
+    /// The kinds of number (`twilio`, `sip`) `import_number` takes; none by default.
+    fn number_import_kinds(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Imports a number the team owns and attaches it to the agent (inbound and outbound).
+    async fn import_number(
+        &self,
+        agent_id: &str,
+        label: &str,
+        number: &ImportedNumber,
+    ) -> ProviderResult<ProvisionedNumber> {
+        let _ = (agent_id, label, number);
+        Err(ProviderError::new(format!(
+            "the '{}' voice provider cannot import phone numbers",
             self.name()
         )))
     }

@@ -445,6 +445,55 @@ impl VoiceProvider for Retell {
         true
     }
 
+    fn number_import_kinds(&self) -> &'static [&'static str] {
+        // Retell imports numbers over SIP; a Twilio number comes in through its Elastic SIP
+        // trunk (a termination URI ending in .pstn.twilio.com).
+        &["sip"]
+    }
+
+    async fn import_number(
+        &self,
+        agent_id: &str,
+        label: &str,
+        number: &ImportedNumber,
+    ) -> ProviderResult<ProvisionedNumber> {
+        let NumberSource::Sip {
+            termination_uri,
+            username,
+            password,
+        } = &number.source
+        else {
+            return Err(ProviderError::new(
+                "Retell imports numbers over a SIP trunk (Twilio: its Elastic SIP trunk's termination URI)",
+            ));
+        };
+        let binding = json!([{"agent_id": agent_id, "weight": 1}]);
+        let mut body = json!({
+            "phone_number": number.number,
+            "termination_uri": termination_uri,
+            "nickname": label,
+            "inbound_agents": binding,
+            "outbound_agents": binding,
+        });
+        if let Some(u) = username {
+            body["sip_trunk_auth_username"] = json!(u);
+        }
+        if let Some(p) = password {
+            body["sip_trunk_auth_password"] = json!(p.0);
+        }
+        let v = self
+            .api
+            .call(Method::POST, "/import-phone-number", &[], Body::Json(body))
+            .await?;
+        let got = v["phone_number"]
+            .as_str()
+            .ok_or_else(|| ProviderError::new("Retell did not return the number it imported"))?;
+        Ok(ProvisionedNumber {
+            number: got.to_string(),
+            external_id: got.to_string(),
+        })
+    }
+
     async fn start_call(&self, call: &OutboundCall) -> ProviderResult<String> {
         let v = self
             .api

@@ -500,6 +500,51 @@ impl VoiceProvider for Vapi {
         true
     }
 
+    fn number_import_kinds(&self) -> &'static [&'static str] {
+        // SIP numbers need a BYO SIP trunk credential created first (`POST /credential`).
+        &["twilio"]
+    }
+
+    async fn import_number(
+        &self,
+        agent_id: &str,
+        label: &str,
+        number: &ImportedNumber,
+    ) -> ProviderResult<ProvisionedNumber> {
+        let NumberSource::Twilio {
+            account_sid,
+            auth_token,
+        } = &number.source
+        else {
+            return Err(ProviderError::new(
+                "Vapi imports Twilio numbers here; a SIP trunk needs a BYO SIP trunk credential",
+            ));
+        };
+        let v = self
+            .api
+            .call(
+                Method::POST,
+                "/phone-number",
+                &[],
+                Body::Json(json!({
+                    "provider": "twilio",
+                    "number": number.number,
+                    "twilioAccountSid": account_sid,
+                    "twilioAuthToken": auth_token.0,
+                    "assistantId": agent_id,
+                    "name": truncate(label, 40),
+                })),
+            )
+            .await?;
+        let id = v["id"]
+            .as_str()
+            .ok_or_else(|| ProviderError::new("Vapi did not return a phone number id"))?;
+        Ok(ProvisionedNumber {
+            number: number.number.clone(),
+            external_id: id.to_string(),
+        })
+    }
+
     async fn start_call(&self, call: &OutboundCall) -> ProviderResult<String> {
         let mut body = json!({
             "assistantId": call.agent_id,

@@ -69,6 +69,7 @@ pub fn open(key: &[u8; 32], id: &str, nonce: &[u8], ct: &[u8]) -> Option<Vec<u8>
 enum Table {
     Credential,
     Webhook,
+    PhoneImport,
 }
 
 struct SealedValue {
@@ -102,6 +103,14 @@ fn sealed_values(c: &Connection) -> rusqlite::Result<Vec<SealedValue>> {
             ct,
         });
     }
+    for (id, nonce, ct) in db::phone_imports::all_sealed(c)? {
+        out.push(SealedValue {
+            table: Table::PhoneImport,
+            id,
+            nonce,
+            ct,
+        });
+    }
     Ok(out)
 }
 
@@ -109,6 +118,7 @@ fn store_value(c: &Connection, v: &SealedValue, nonce: &[u8], ct: &[u8]) -> rusq
     match v.table {
         Table::Credential => db::workers::set_ciphertext(c, &v.id, nonce, ct),
         Table::Webhook => db::webhooks::set_sealed(c, &v.id, nonce, ct),
+        Table::PhoneImport => db::phone_imports::set_sealed(c, &v.id, nonce, ct),
     }
 }
 

@@ -88,6 +88,18 @@ const TABLE: &[Row] = &[
     r("users", "delete", Some("$userA"), "{}", FB),
     // activities
     r("activities", "all", None, "{}", Exp::Own(200)),
+    // campaigns: another user's campaign reads as absent; their genie cannot be named.
+    r("campaigns", "all", None, "{}", Exp::Own(200)),
+    r("campaigns", "all", None, r#"{"adminMode":true}"#, FB),
+    r("campaigns", "get", Some("$campaign"), "{}", NF),
+    r("campaigns", "create", None, r#"{"genie_id":"$genie","name":"x"}"#, ANF),
+    r("campaigns", "update", Some("$campaign"), r#"{"name":"pwned"}"#, NF),
+    r("campaigns", "delete", Some("$campaign"), "{}", NF),
+    r("campaigns", "start", Some("$campaign"), "{}", NF),
+    r("campaigns", "pause", Some("$campaign"), "{}", NF),
+    r("campaigns", "resume", Some("$campaign"), "{}", NF),
+    r("campaigns", "cancel", Some("$campaign"), "{}", NF),
+    r("campaigns", "calls", Some("$campaign"), "{}", NF),
     // analytics: B's own figures; A's genie reads as absent; adminMode is for admins.
     r("analytics", "overview", None, "{}", Exp::Own(200)),
     r("analytics", "overview", None, r#"{"genie_id":"$genie"}"#, ANF),
@@ -532,6 +544,16 @@ async fn world(app: &TestApp) -> World {
     let d = ok(
         app,
         &a,
+        "campaigns",
+        "create",
+        None,
+        json!({"genie_id": genie, "name": "A's campaign"}),
+    )
+    .await;
+    ids.insert("campaign", s(&d["campaign"]["id"]));
+    let d = ok(
+        app,
+        &a,
         "webhooks",
         "create",
         None,
@@ -639,6 +661,8 @@ async fn a_view(app: &TestApp, w: &World) -> Value {
         ("worker-genies", "list-credentials", None, "{}"),
         ("qr-code", "get", Some("$qr"), "{}"),
         ("genie-tests", "get", Some("$gtest"), "{}"),
+        ("campaigns", "get", Some("$campaign"), "{}"),
+        ("campaigns", "calls", Some("$campaign"), "{}"),
         ("webhooks", "get", Some("$webhook"), "{}"),
         ("webhooks", "deliveries", Some("$webhook"), "{}"),
         ("teams", "get", Some("$team"), "{}"),

@@ -132,6 +132,7 @@ pub const RESOURCE: Resource = Resource {
             .data(schema::<assign::AssignReq>),
         Action::write("attach-phone", handler!(phone::attach_phone))
             .id()
+            .data(schema::<phone::AttachReq>)
             .conflict()
             .upstream(),
         Action::write("release-phone", handler!(phone::release_phone))

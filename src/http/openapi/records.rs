@@ -367,6 +367,50 @@ pub fn records() -> Map<String, Value> {
         ),
     );
     m.insert(
+        "Campaign".into(),
+        object(
+            &[
+                "id",
+                "name",
+                "genie_id",
+                "status",
+                "filters",
+                "concurrency",
+                "calls_per_minute",
+                "calling_hours",
+                "retry",
+                "counts",
+                "created_at",
+            ],
+            json!({
+                "id": s(), "name": s(), "genie_id": s(), "user_id": s(),
+                "status": {"enum": ["draft", "running", "paused", "completed", "cancelled"]},
+                "filters": t("object"), "concurrency": t("integer"), "calls_per_minute": t("integer"),
+                "calling_hours": object(&["start", "end", "timezone"], json!({"start": s(), "end": s(), "timezone": s()})),
+                "retry": object(&["max_attempts", "delay_seconds"], json!({"max_attempts": t("integer"), "delay_seconds": t("integer")})),
+                "persona": ns(), "variables": t("object"),
+                "waiting": {"type": ["string", "null"], "description": "Why a running campaign places no call now (calling hours, retry spacing, the call rate)"},
+                "calls_in_progress": t("integer"),
+                "counts": {"type": "object", "description": "Targets by state (targets, pending, calling, done) and finished ones by outcome (completed, no_answer, busy, failed, do_not_call, no_phone, cancelled, lead_deleted)"},
+                "created_at": time(), "updated_at": time(), "started_at": ns(), "finished_at": ns(),
+            }),
+        ),
+    );
+    m.insert(
+        "CampaignCall".into(),
+        object(
+            &["id", "campaign_id", "lead_id", "phone", "attempt", "status", "started_at"],
+            json!({
+                "id": s(), "campaign_id": s(), "lead_id": t("integer"), "lead_name": ns(), "phone": s(),
+                "attempt": t("integer"),
+                "status": {"enum": ["dialing", "in_progress", "ended"]},
+                "outcome": {"enum": ["completed", "no_answer", "busy", "failed", null]},
+                "provider": s(), "provider_call_id": ns(), "conversation_id": ns(), "error": ns(),
+                "started_at": time(), "ended_at": ns(),
+            }),
+        ),
+    );
+    m.insert(
         "Deleted".into(),
         object(
             &["id", "deleted"],
@@ -514,9 +558,14 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             json!({"invitations": arr(r("AccountInvitation")), "count": count()}),
         ),
         ("users", "revoke-invitation") => one("invitation", "AccountInvitation"),
+        ("campaigns", "all") => page("campaigns", r("Campaign"), "count"),
+        ("campaigns", "get" | "create" | "update" | "start" | "pause" | "resume" | "cancel") => {
+            one("campaign", "Campaign")
+        }
+        ("campaigns", "calls") => page("calls", r("CampaignCall"), "count"),
         (
             "api-keys" | "genies" | "knowledge-base" | "worker-genies" | "conversations"
-            | "qr-code" | "genie-tests" | "users",
+            | "qr-code" | "genie-tests" | "users" | "campaigns",
             "delete",
         )
         | ("worker-genies", "delete-credential") => r("Deleted"),

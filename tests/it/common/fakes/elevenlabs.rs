@@ -415,6 +415,45 @@ async fn kb_delete(
     StatusCode::OK.into_response()
 }
 
+/// `POST /v1/convai/phone-numbers`: imports a Twilio number (`provider`, `phone_number`,
+/// `label`, `sid`, `token` required); the token is write-only.
+async fn phone_create(State(s): S, headers: HeaderMap, body: Bytes) -> Response {
+    let mut st = s.lock().unwrap();
+    let b = match begin(
+        &mut st,
+        Method::POST,
+        "/v1/convai/phone-numbers",
+        None,
+        &headers,
+        &body,
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if let Some(r) = failing(&st, "create_phone") {
+        return r;
+    }
+    let e164 = b["phone_number"]
+        .as_str()
+        .and_then(|n| n.strip_prefix('+'))
+        .is_some_and(|d| (7..=15).contains(&d.len()) && d.bytes().all(|c| c.is_ascii_digit()));
+    let strings = ["label", "sid", "token"]
+        .iter()
+        .all(|k| b[*k].as_str().is_some_and(|v| !v.is_empty()));
+    if b["provider"] != json!("twilio") || !e164 || !strings {
+        return detail(
+            422,
+            "invalid_request",
+            "provider twilio, phone_number (E.164), label, sid and token are required",
+        );
+    }
+    let id = new_id(&mut st, "phnum_", 20);
+    let p = json!({"phone_number_id": id, "phone_number": b["phone_number"], "label": b["label"],
+                   "provider": "twilio", "assigned_agent": null});
+    st.phone_numbers.insert(id.clone(), p);
+    axum::Json(json!({"phone_number_id": id})).into_response()
+}
+
 async fn phone(State(s): S, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     let mut st = s.lock().unwrap();
     let b = match begin(
@@ -517,6 +556,7 @@ impl FakeElevenLabs {
                 "/v1/convai/knowledge-base/{id}",
                 axum::routing::delete(kb_delete),
             )
+            .route("/v1/convai/phone-numbers", post(phone_create))
             .route("/v1/convai/phone-numbers/{id}", patch(phone))
             .route("/v2/voices", get(voices))
             .route("/v1/convai/conversations", get(conversations))

@@ -1,6 +1,7 @@
 //! Local stand-ins for third-party services, bound to 127.0.0.1. Each checks what it
 //! receives and records it so tests can assert.
 
+pub mod call_llm;
 pub mod dns;
 pub mod elevenlabs;
 pub mod form;

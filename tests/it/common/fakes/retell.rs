@@ -236,6 +236,7 @@ async fn handle(
         (&Method::POST, ["create-knowledge-base"]) => "create_kb",
         (&Method::DELETE, ["delete-knowledge-base", _]) => "delete_kb",
         (&Method::POST, ["create-phone-number"]) => "create_phone_number",
+        (&Method::POST, ["import-phone-number"]) => "import_phone_number",
         (&Method::DELETE, ["delete-phone-number", _]) => "delete_phone_number",
         (&Method::GET, ["list-voices"]) => "list_voices",
         (&Method::POST, ["v3", "list-calls"]) => "list_calls",
@@ -404,6 +405,63 @@ async fn handle(
             n["phone_number_type"] = json!("retell-twilio");
             n["last_modification_timestamp"] = json!(now_ms());
             st.phone_numbers.insert(number, n.clone());
+            created(n)
+        }
+        "import_phone_number" => {
+            // Required: the number (E.164) and where to send calls; the agents as at create.
+            let number = parsed["phone_number"].as_str().unwrap_or("");
+            let e164 = number.strip_prefix('+').is_some_and(|d| {
+                (7..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit())
+            });
+            if !e164 || parsed["termination_uri"].as_str().is_none_or(str::is_empty) {
+                return err(400, "phone_number (E.164) and termination_uri are required");
+            }
+            let allowed = [
+                "phone_number",
+                "termination_uri",
+                "sip_trunk_auth_username",
+                "sip_trunk_auth_password",
+                "transport",
+                "nickname",
+                "inbound_agents",
+                "outbound_agents",
+                "inbound_webhook_url",
+            ];
+            if let Some(k) = parsed
+                .as_object()
+                .unwrap()
+                .keys()
+                .find(|k| !allowed.contains(&k.as_str()))
+            {
+                return err(400, &format!("unknown field {k}"));
+            }
+            for key in ["inbound_agents", "outbound_agents"] {
+                let list = parsed[key].as_array().cloned().unwrap_or_default();
+                let weights: f64 = list.iter().filter_map(|a| a["weight"].as_f64()).sum();
+                let known = list.iter().all(|a| {
+                    a["agent_id"]
+                        .as_str()
+                        .is_some_and(|i| st.agents.contains_key(i))
+                });
+                if !list.is_empty() && ((weights - 1.0).abs() > 1e-9 || !known) {
+                    return err(
+                        400,
+                        &format!("{key} must name existing agents with weights summing to 1"),
+                    );
+                }
+            }
+            if st.phone_numbers.contains_key(number) {
+                return err(409, "phone number already exists");
+            }
+            // The password is write-only at Retell.
+            let n = json!({
+                "phone_number": number, "phone_number_type": "custom", "nickname": parsed["nickname"],
+                "inbound_agents": parsed["inbound_agents"], "outbound_agents": parsed["outbound_agents"],
+                "sip_outbound_trunk_config": {"termination_uri": parsed["termination_uri"],
+                    "auth_username": parsed["sip_trunk_auth_username"], "transport": "TCP"},
+                "last_modification_timestamp": now_ms(),
+            });
+            st.phone_numbers.insert(number.to_string(), n.clone());
             created(n)
         }
         "delete_phone_number" => st
