@@ -154,6 +154,10 @@ pub async fn serve(
         app.state.clone(),
         stop_rx.clone(),
     ));
+    let drift = tokio::spawn(crate::service::drift::run(
+        app.state.clone(),
+        stop_rx.clone(),
+    ));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     if let Some(w) = app.state.config.public_url_warning(listener.local_addr()?) {
         tracing::warn!("{w}");
@@ -162,7 +166,7 @@ pub async fn serve(
     let limits = http::server::Limits::from_config(&app.state.config);
     http::server::run(app.router, listener, limits, shutdown).await;
     let _ = stop_tx.send(true);
-    let _ = tokio::join!(worker, fan_out, housekeeping, indexer);
+    let _ = tokio::join!(worker, fan_out, housekeeping, indexer, drift);
     if let Some(m) = metrics {
         let _ = m.await;
     }

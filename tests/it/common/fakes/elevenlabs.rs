@@ -549,6 +549,16 @@ impl FakeElevenLabs {
     pub fn agent(&self, id: &str) -> Option<Value> {
         self.state.lock().unwrap().agents.get(id).cloned()
     }
+    /// Changes an agent as the ElevenLabs dashboard would.
+    pub fn edit_agent(&self, id: &str, f: impl FnOnce(&mut Value)) {
+        f(self
+            .state
+            .lock()
+            .unwrap()
+            .agents
+            .get_mut(id)
+            .expect("agent"));
+    }
     pub fn agent_count(&self) -> usize {
         self.state.lock().unwrap().agents.len()
     }
