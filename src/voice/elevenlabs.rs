@@ -495,6 +495,79 @@ impl VoiceProvider for ElevenLabs {
         spec_of(&agent_body(spec))
     }
 
+    /// Turns agent versioning on (which ElevenLabs cannot turn off again: the caller asked
+    /// for it explicitly), makes a branch `genied-v<n>` per version from that version's
+    /// configuration (once: a genied version never changes), and deploys the percentages.
+    /// No shares: the `Main` branch gets all traffic back.
+    async fn set_traffic(&self, agent_id: &str, shares: &[TrafficShare]) -> ProviderResult<Value> {
+        let agent_path = format!("/v1/convai/agents/{}", seg(agent_id));
+        self.call(
+            Method::PATCH,
+            &agent_path,
+            &[("enable_versioning_if_not_enabled", "true".into())],
+            Some(json!({})),
+        )
+        .await?;
+        let agent = self.call(Method::GET, &agent_path, &[], None).await?;
+        let parent = agent["version_id"]
+            .as_str()
+            .ok_or_else(|| ProviderError::new("ElevenLabs did not return the agent's version_id"))?
+            .to_string();
+        let branches_path = format!("{agent_path}/branches");
+        let listed = self.call(Method::GET, &branches_path, &[], None).await?;
+        let branches = listed["results"].as_array().cloned().unwrap_or_default();
+        let find = |name: &str| {
+            branches
+                .iter()
+                .find(|b| b["name"] == json!(name))
+                .and_then(|b| b["id"].as_str())
+                .map(str::to_string)
+        };
+        let share = |branch: String, weight: u64| json!({"branch_id": branch, "deployment_strategy": {"type": "percentage", "traffic_percentage": weight as f64 / 100.0}});
+        let mut requests = Vec::new();
+        if shares.is_empty() {
+            let main = find("Main").ok_or_else(|| {
+                ProviderError::new("ElevenLabs lists no Main branch for the agent")
+            })?;
+            requests.push(share(main, 100));
+        }
+        for s in shares {
+            let name = format!("genied-v{}", s.version);
+            let id = match find(&name) {
+                Some(id) => id,
+                None => {
+                    let body = agent_body(&s.spec);
+                    let mut req = json!({
+                        "parent_version_id": parent,
+                        "name": name,
+                        "description": format!("genied version {}", s.version),
+                        "conversation_config": body["conversation_config"],
+                    });
+                    if let Some(p) = body.get("platform_settings") {
+                        req["platform_settings"] = p.clone();
+                    }
+                    let v = self
+                        .call(Method::POST, &branches_path, &[], Some(req))
+                        .await?;
+                    v["created_branch_id"]
+                        .as_str()
+                        .ok_or_else(|| ProviderError::new("ElevenLabs did not return a branch id"))?
+                        .to_string()
+                }
+            };
+            requests.push(share(id, s.weight));
+        }
+        let v = self
+            .call(
+                Method::POST,
+                &format!("{agent_path}/deployments"),
+                &[],
+                Some(json!({"deployment_request": {"requests": requests}})),
+            )
+            .await?;
+        Ok(v["traffic_percentage_branch_id_map"].clone())
+    }
+
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>> {
         let mut out = Vec::new();
         let mut token: Option<String> = None;

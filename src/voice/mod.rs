@@ -231,6 +231,25 @@ pub trait VoiceProvider: Send + Sync {
     fn as_held(&self, spec: &AgentSpec) -> AgentSpec {
         spec.clone()
     }
+    /// Splits the agent's own traffic between versions at the platform, when it has a split
+    /// of its own (ElevenLabs: a branch per version and a percentage deployment). `shares`
+    /// empty gives all traffic back to the agent's main line. Returns the platform's split.
+    async fn set_traffic(&self, agent_id: &str, shares: &[TrafficShare]) -> ProviderResult<Value> {
+        let _ = (agent_id, shares);
+        Err(ProviderError::new(format!(
+            "the '{}' voice provider has no traffic split of its own",
+            self.name()
+        )))
+    }
+}
+
+/// One version's share of a split mirrored at a platform.
+#[derive(Debug, Clone)]
+pub struct TrafficShare {
+    pub version: i64,
+    /// 0–100.
+    pub weight: u64,
+    pub spec: AgentSpec,
 }
 
 impl AgentTool {

@@ -685,3 +685,151 @@ async fn vapi_reads_its_assistants_back_as_genied_sent_them() {
         vec!["lookup_order", "end_conversation"]
     );
 }
+
+#[tokio::test]
+async fn elevenlabs_gets_the_traffic_split_only_when_asked() {
+    let el = FakeElevenLabs::start().await;
+    let app = app(&el, None, |_| {}).await;
+    let u = app.standard().await;
+    let id = create(
+        &app,
+        &u.token,
+        json!({"genieName": "Desk", "systemPrompt": "Version one."}),
+    )
+    .await;
+    app.call(
+        &u.token,
+        "genies",
+        "update",
+        Some(json!(id)),
+        json!({"systemPrompt": "Version two."}),
+    )
+    .await
+    .ok(200);
+    let agent = agent_of(&app, &id).await;
+    let split = json!([{"version": 1, "weight": 30}, {"version": 2, "weight": 70}]);
+
+    // Without the opt-in only genied splits: the agent's versioning stays off.
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "set-traffic",
+            Some(json!(id)),
+            json!({"traffic": split}),
+        )
+        .await;
+    assert!(r.ok(200)["provider_split"].is_null());
+    assert!(el.agent(&agent).unwrap().get("version_id").is_none());
+    assert!(el.requests().iter().all(|q| !q.query.contains("versioning")
+        && !q.path.ends_with("/branches")
+        && !q.path.ends_with("/deployments")));
+
+    // A platform failure while mirroring changes nothing in genied.
+    el.fail("branches", 500);
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "set-traffic",
+            Some(json!(id)),
+            json!({"traffic": [{"version": 2, "weight": 100}], "mirror_at_provider": true}),
+        )
+        .await;
+    r.err(502, "UPSTREAM_ERROR");
+    el.heal("branches");
+    let v = app
+        .call(&u.token, "genies", "versions", Some(json!(id)), json!({}))
+        .await;
+    assert_eq!(v.ok(200)["traffic"], split);
+
+    // With it: a branch per version from that version's configuration, and the split.
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "set-traffic",
+            Some(json!(id)),
+            json!({"traffic": split, "mirror_at_provider": true}),
+        )
+        .await;
+    let d = r.ok(200).clone();
+    assert!(el.agent(&agent).unwrap()["version_id"].is_string());
+    let branches = el.branches(&agent);
+    let named = |n: &str| {
+        branches
+            .iter()
+            .find(|b| b["name"] == json!(n))
+            .unwrap_or_else(|| panic!("branch {n} in {branches:?}"))
+            .clone()
+    };
+    let (b1, b2) = (named("genied-v1"), named("genied-v2"));
+    assert_eq!(
+        b1["conversation_config"]["agent"]["prompt"]["prompt"],
+        json!("Version one.")
+    );
+    assert_eq!(
+        b2["conversation_config"]["agent"]["prompt"]["prompt"],
+        json!("Version two.")
+    );
+    let map = json!({b1["id"].as_str().unwrap(): 0.3, b2["id"].as_str().unwrap(): 0.7});
+    assert_eq!(el.deployment(&agent).unwrap(), map);
+    assert_eq!(d["provider_split"], map);
+    // Again: the branches are reused, not made twice.
+    app.call(
+        &u.token,
+        "genies",
+        "set-traffic",
+        Some(json!(id)),
+        json!({"traffic": [{"version": 2, "weight": 100}], "mirror_at_provider": true}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(el.branches(&agent).len(), 3);
+    assert_eq!(
+        el.deployment(&agent).unwrap(),
+        json!({b2["id"].as_str().unwrap(): 1.0})
+    );
+    // No split: the Main branch takes all traffic again.
+    app.call(
+        &u.token,
+        "genies",
+        "set-traffic",
+        Some(json!(id)),
+        json!({"traffic": [], "mirror_at_provider": true}),
+    )
+    .await
+    .ok(200);
+    let main = named("Main");
+    assert_eq!(
+        el.deployment(&agent).unwrap(),
+        json!({main["id"].as_str().unwrap(): 1.0})
+    );
+}
+
+#[tokio::test]
+async fn only_elevenlabs_takes_a_mirrored_split() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let id = create(&app, &u.token, json!({"genieName": "Desk"})).await;
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "set-traffic",
+            Some(json!(id)),
+            json!({"traffic": [{"version": 1, "weight": 100}], "mirror_at_provider": true}),
+        )
+        .await;
+    r.err(400, "VALIDATION_ERROR");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("mirror_at_provider")
+    );
+    let v = app
+        .call(&u.token, "genies", "versions", Some(json!(id)), json!({}))
+        .await;
+    assert!(v.ok(200)["traffic"].is_null());
+}

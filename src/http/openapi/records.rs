@@ -438,9 +438,10 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             &["id", "discarded"],
             json!({"id": t("string"), "discarded": t("boolean")}),
         ),
-        ("genies", "set-traffic") => {
-            object(&["traffic"], json!({"traffic": arr(r("TrafficShare"))}))
-        }
+        ("genies", "set-traffic") => object(
+            &["traffic"],
+            json!({"traffic": arr(r("TrafficShare")), "provider_split": any()}),
+        ),
         ("genies", "version-stats") => {
             object(&["stats"], json!({"stats": arr(r("GenieVersionStats"))}))
         }
