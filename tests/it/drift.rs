@@ -833,3 +833,56 @@ async fn only_elevenlabs_takes_a_mirrored_split() {
         .await;
     assert!(v.ok(200)["traffic"].is_null());
 }
+
+#[tokio::test]
+async fn a_genie_at_a_non_default_platform_gets_copies_of_its_documents() {
+    let el = FakeElevenLabs::start().await;
+    let vf = FakeVapi::start().await;
+    let app = app(&el, Some(&vf), |_| {}).await;
+    let u = app.standard().await;
+    let id = create(
+        &app,
+        &u.token,
+        json!({"genieName": "Desk", "systemPrompt": "Answer briefly.", "provider": "vapi"}),
+    )
+    .await;
+    let doc = document(&app, &u.token, &id, "We close at six.").await;
+    let agent = agent_of(&app, &id).await;
+    let a = vf.assistant(&agent).unwrap();
+    let tool = a["model"]["toolIds"][0]
+        .as_str()
+        .expect("the knowledge tool is attached");
+    let file = vf.tool(tool).unwrap()["knowledgeBases"][0]["fileIds"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        vf.file(&file).unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .contains("We close at six.")
+    );
+    let g = genie(&app, &u.token, &id).await;
+    assert_eq!(g["provider_state"], json!("in_sync"), "{g}");
+    // The document itself lives at the default platform; the copy is Vapi's own.
+    let ext = app
+        .call(
+            &u.token,
+            "knowledge-base",
+            "get",
+            Some(json!(doc)),
+            json!({}),
+        )
+        .await
+        .ok(200)["document"]["external_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(ext, file);
+    assert_eq!(check(&app, &u.token, &id).await["drift"], json!(false));
+    // Pushed again, the same copy is reused rather than uploaded twice.
+    app.call(&u.token, "genies", "push", Some(json!(id)), json!({}))
+        .await
+        .ok(200);
+    assert_eq!(vf.file_count(), 1);
+}
