@@ -110,6 +110,15 @@ pub fn put_copy(
     Ok(())
 }
 
+/// A document's copies: `(provider, external_id)`.
+pub fn copies(c: &Connection, document_id: &str) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut st = c.prepare(
+        "SELECT provider, external_id FROM provider_documents WHERE document_id = ?1 ORDER BY provider",
+    )?;
+    st.query_map([document_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
 pub fn delete_copy(c: &Connection, document_id: &str, provider: &str) -> rusqlite::Result<()> {
     c.execute(
         "DELETE FROM provider_documents WHERE document_id = ?1 AND provider = ?2",

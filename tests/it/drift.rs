@@ -885,4 +885,17 @@ async fn a_genie_at_a_non_default_platform_gets_copies_of_its_documents() {
         .await
         .ok(200);
     assert_eq!(vf.file_count(), 1);
+    // Deleting the document removes the copy too, and the agent's knowledge tool.
+    app.call(
+        &u.token,
+        "knowledge-base",
+        "delete",
+        Some(json!(doc)),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(vf.file_count(), 0);
+    assert_eq!(vf.tool_count(), 0);
+    assert_eq!(app.count("provider_documents").await, 0);
 }
