@@ -176,6 +176,10 @@ pub async fn serve(
         app.state.clone(),
         stop_rx.clone(),
     ));
+    let drift = tokio::spawn(crate::service::drift::run(
+        app.state.clone(),
+        stop_rx.clone(),
+    ));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
     if let Some(w) = app.state.config.public_url_warning(listener.local_addr()?) {
         tracing::warn!("{w}");
@@ -184,7 +188,7 @@ pub async fn serve(
     let limits = http::server::Limits::from_config(&app.state.config);
     http::server::run(app.router, listener, limits, shutdown).await;
     let _ = stop_tx.send(true);
-    let _ = tokio::join!(worker, fan_out, housekeeping, indexer);
+    let _ = tokio::join!(worker, fan_out, housekeeping, indexer, drift);
     // After the job worker: a tick it was running may have started calls.
     app.state.tasks.abort_all();
     if let Some(m) = metrics {

@@ -270,6 +270,16 @@ pub struct Config {
     #[arg(long, env = "GENIED_PROVIDER_RETRY_BASE_MS", default_value_t = 500)]
     pub provider_retry_base_ms: u64,
 
+    /// Seconds between the scheduled drift checks, which compare every genie's agent at
+    /// Vapi, Retell or ElevenLabs with its live version and record what was changed in the
+    /// platform's dashboard (0 turns the schedule off; `check-drift` still works).
+    #[arg(
+        long,
+        env = "GENIED_DRIFT_CHECK_INTERVAL_SECONDS",
+        default_value_t = 3600
+    )]
+    pub drift_check_interval_seconds: u64,
+
     /// E.164 numbers the local provider hands out: comma-separated numbers or ranges
     /// `FIRST-LAST`. The default is the fictional NANP 555-0100..0199 block, which never rings a real phone.
     #[arg(

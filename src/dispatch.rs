@@ -46,6 +46,9 @@ async fn run(app: &AppState, job: &Job) -> ApiResult<()> {
         crate::service::genies::CLEANUP_JOB => {
             crate::service::genies::run_cleanup(app, &job.payload).await
         }
+        crate::service::moving::RESOLVE_JOB => {
+            crate::service::moving::resolve_job(app, &job.payload).await
+        }
         crate::service::genie_tests::RUN_JOB => {
             crate::service::genie_tests::run_job(app, &job.payload).await
         }

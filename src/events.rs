@@ -12,6 +12,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "genie.deleted",
     "genie.version_published",
     "genie.rolled_back",
+    "genie.drift_detected",
+    "genie.moved",
     "genie_test.completed",
     "document.completed",
     "document.failed",

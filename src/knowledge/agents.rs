@@ -18,9 +18,8 @@ pub async fn voice_for(app: &AppState, genie_id: &str) -> ApiResult<DynVoice> {
     Ok(app.voice.named(p.provider.as_deref())?.clone())
 }
 
-/// Whether documents' external ids belong to `voice`: documents are stored at the default
-/// provider only, so a genie at another provider gets no knowledge base there (and says so
-/// in its provider state).
+/// Whether documents' own external ids belong to `voice`: documents are stored at the
+/// default provider; a genie at another one is given copies ([`kb_for`]).
 pub fn holds_documents(app: &AppState, voice: &DynVoice) -> bool {
     voice.name() == app.voice.default().name()
 }
@@ -95,6 +94,79 @@ pub fn kb_refs(docs: &[repo::AttachedDoc]) -> Vec<KbDocRef> {
         .collect()
 }
 
+/// The knowledge base `voice` should hold for these documents: at the default provider the
+/// documents' own external ids; at any other, copies made there from the stored text
+/// (made once per document, provider and content, and kept in `provider_documents`).
+/// Returns the refs and the ids of the documents whose copy this call made.
+pub async fn kb_for(
+    app: &AppState,
+    voice: &DynVoice,
+    docs: &[repo::AttachedDoc],
+) -> ApiResult<(Vec<KbDocRef>, Vec<String>)> {
+    if holds_documents(app, voice) {
+        return Ok((kb_refs(docs), Vec::new()));
+    }
+    let provider = voice.name();
+    let mut out = Vec::new();
+    let mut made = Vec::new();
+    for d in docs
+        .iter()
+        .filter(|d| d.is_active && d.external_id.is_some())
+    {
+        let id = d.id.clone();
+        let (doc, copy) = app
+            .db
+            .read(move |c| {
+                Ok((
+                    crate::db::documents::get_any(c, &id)?,
+                    crate::db::genie_moves::copy(c, &id, provider)?,
+                ))
+            })
+            .await?;
+        let Some(hash) = doc.and_then(|x| x.content_hash) else {
+            continue;
+        };
+        let external = match copy {
+            Some((h, ext)) if h == hash => ext,
+            old => {
+                let bytes = super::store(app)
+                    .read(&hash)
+                    .await
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let ext = voice.create_document(&d.name, &text).await?;
+                let (id, e2, h2) = (d.id.clone(), ext.clone(), hash.clone());
+                app.db
+                    .write(move |c| {
+                        Ok(crate::db::genie_moves::put_copy(
+                            c,
+                            &id,
+                            provider,
+                            &h2,
+                            &e2,
+                            &crate::db::now(),
+                        )?)
+                    })
+                    .await?;
+                made.push(d.id.clone());
+                // The copy of the older text is no longer anyone's.
+                if let Some((_, stale)) = old
+                    && let Err(e) = voice.delete_document(&stale).await
+                {
+                    tracing::warn!(document = %d.id, error = %e, "could not delete an outdated document copy");
+                }
+                ext
+            }
+        };
+        out.push(KbDocRef {
+            id: external,
+            name: d.name.clone(),
+            doc_type: kb_type(&d.doc_type).to_string(),
+        });
+    }
+    Ok((out, made))
+}
+
 /// Pushes the genie's current document list (active documents with an external id) to the
 /// provider. The knowledge-base resource calls this after attaching, detaching or replacing
 /// documents. A provider failure is a 502 `UPSTREAM_ERROR`.
@@ -111,23 +183,14 @@ pub async fn sync_agent_documents(app: &AppState, genie_id: &str) -> ApiResult<(
         .await?;
     if let Some(agent) = &row.external_agent_id {
         let voice = voice_for(app, genie_id).await?;
-        if !holds_documents(app, &voice) {
-            if !kb_refs(&docs).is_empty() {
-                record_provider_state(
-                    app,
-                    genie_id,
-                    "failed",
-                    Some(format!(
-                        "documents are stored at the default provider '{}'; copying them to '{}' is not supported yet",
-                        app.voice.default().name(),
-                        voice.name()
-                    )),
-                )
-                .await;
+        let refs = match kb_for(app, &voice, &docs).await {
+            Ok((refs, _)) => refs,
+            Err(e) => {
+                record_provider_state(app, genie_id, "pending", Some(e.to_string())).await;
+                return Err(e);
             }
-            return Ok(());
-        }
-        match voice.set_agent_documents(agent, &kb_refs(&docs)).await {
+        };
+        match voice.set_agent_documents(agent, &refs).await {
             Ok(()) => record_provider_state(app, genie_id, "in_sync", None).await,
             Err(e) => {
                 // The platform holds an older document list until a retry gets through.

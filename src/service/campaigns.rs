@@ -15,9 +15,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::db::sql::Connection;
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
-use crate::db::sql::Connection;
 use serde_json::{Value, json};
 
 use crate::db::campaigns::{self as repo, Call, Campaign, Target};

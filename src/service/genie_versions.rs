@@ -444,11 +444,14 @@ pub fn serve_with(g: &mut db::page_chat::PageGenie, config: &Value) {
 }
 
 /// `set-traffic`: validates `[{version, weight}]` (existing versions, each once, integer
-/// weights summing to 100); an empty list removes the split.
+/// weights summing to 100); an empty list removes the split. With `mirror`, the platform's
+/// own split is set first (ElevenLabs only; see [`mirror_traffic`]) and a failure there
+/// changes nothing.
 pub async fn set_traffic(
     app: &AppState,
     genie_id: &str,
     traffic: Vec<(i64, i64)>,
+    mirror: bool,
 ) -> ApiResult<Value> {
     let mut seen = Vec::new();
     for (i, (v, w)) in traffic.iter().enumerate() {
@@ -470,6 +473,11 @@ pub async fn set_traffic(
             "data.traffic: weights must sum to 100 (they sum to {sum})"
         )));
     }
+    let provider_split = if mirror {
+        Some(mirror_traffic(app, genie_id, &traffic).await?)
+    } else {
+        None
+    };
     let id = genie_id.to_string();
     app.db
         .write(move |c| {
@@ -489,9 +497,61 @@ pub async fn set_traffic(
                 )
             });
             store::set_traffic(c, &id, value.as_ref(), &db::now())?;
-            Ok(json!({"traffic": value.unwrap_or_else(|| json!([]))}))
+            Ok(json!({"traffic": value.unwrap_or_else(|| json!([])), "provider_split": provider_split}))
         })
         .await
+}
+
+/// Sets the split at the genie's platform: each listed version's configuration (with the
+/// genie's current documents, which are not versioned per split) as the platform holds it.
+/// Only ElevenLabs has a split of its own; anything else is 400.
+async fn mirror_traffic(
+    app: &AppState,
+    genie_id: &str,
+    traffic: &[(i64, i64)],
+) -> ApiResult<Value> {
+    let voice = crate::knowledge::agents::voice_for(app, genie_id).await?;
+    if voice.name() != "elevenlabs" {
+        return Err(ApiError::validation(format!(
+            "data.mirror_at_provider: the '{}' voice provider has no traffic split of its own (only elevenlabs has)",
+            voice.name()
+        )));
+    }
+    let (id, versions) = (genie_id.to_string(), traffic.to_vec());
+    let (row, docs, configs) = app
+        .db
+        .read(move |c| {
+            let g = repo::find(c, &id)?.ok_or_else(ApiError::agent_not_found)?;
+            let mut configs = Vec::new();
+            for (i, (v, w)) in versions.iter().enumerate() {
+                let (_, cfg) = store::get(c, &id, *v)?.ok_or_else(|| {
+                    ApiError::validation(format!(
+                        "data.traffic[{i}].version: this genie has no version {v}"
+                    ))
+                })?;
+                configs.push((*v, *w, cfg));
+            }
+            Ok((g, repo::documents(c, &id)?, configs))
+        })
+        .await?;
+    let agent = row
+        .external_agent_id
+        .clone()
+        .ok_or_else(|| ApiError::conflict("this genie has no agent at its voice platform"))?;
+    let (kb, _) = crate::knowledge::agents::kb_for(app, &voice, &docs).await?;
+    let shares: Vec<crate::voice::TrafficShare> = configs
+        .into_iter()
+        .map(|(v, w, cfg)| {
+            let mut g = row.clone();
+            apply_config(&mut g, &cfg);
+            crate::voice::TrafficShare {
+                version: v,
+                weight: w.max(0) as u64,
+                spec: crate::service::genies::agent_spec(&g, kb.clone()),
+            }
+        })
+        .collect();
+    Ok(voice.set_traffic(&agent, &shares).await?)
 }
 
 /// `version-stats`.

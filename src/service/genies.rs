@@ -12,7 +12,6 @@ use crate::db;
 use crate::db::genies::{self as repo, GenieRow, PhoneRow};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
-use crate::knowledge::agents::kb_refs;
 use crate::service::genie_versions;
 use crate::state::AppState;
 use crate::voice::{AgentSpec, KbDocRef};
@@ -333,19 +332,13 @@ pub async fn apply(
     let mut row = old.clone();
     (changes.edit)(&mut row)?;
     row.updated_at = db::now();
-    // The genie's own platform; documents live at the default one only, so a genie elsewhere
-    // is told none (its provider state says so).
+    // The genie's own platform, with its copies of the documents there.
     let voice = crate::knowledge::agents::voice_for(app, genie_id).await?;
-    let held = |d: &[crate::db::genies::AttachedDoc]| {
-        if crate::knowledge::agents::holds_documents(app, &voice) {
-            kb_refs(d)
-        } else {
-            Vec::new()
-        }
-    };
-    let new_spec = agent_spec(&row, held(&new_docs));
+    let (new_kb, _) = crate::knowledge::agents::kb_for(app, &voice, &new_docs).await?;
+    let (old_kb, _) = crate::knowledge::agents::kb_for(app, &voice, &docs).await?;
+    let new_spec = agent_spec(&row, new_kb);
     let changed =
-        serde_json::to_value(&new_spec)? != serde_json::to_value(agent_spec(&old, held(&docs)))?;
+        serde_json::to_value(&new_spec)? != serde_json::to_value(agent_spec(&old, old_kb))?;
     if changed && let Some(agent) = &row.external_agent_id {
         voice.update_agent(agent, &new_spec).await?;
     }

@@ -226,12 +226,8 @@ fn server_tools(spec: &AgentSpec) -> (Vec<Value>, bool) {
                 needs_credential: false,
             } => {
                 let mut api = json!({"url": url, "method": method});
-                let schema = json!({
-                    "type": "object",
-                    "properties": parameters.get("properties").cloned().unwrap_or_else(|| json!({})),
-                    "required": parameters.get("required").cloned().unwrap_or_else(|| json!([])),
-                    "description": description,
-                });
+                let mut schema = object_schema(parameters);
+                schema["description"] = json!(description);
                 if method == "GET" || method == "DELETE" {
                     api["query_params_schema"] =
                         json!({"properties": schema["properties"], "required": schema["required"]});
@@ -293,6 +289,79 @@ fn agent_body(spec: &AgentSpec) -> Value {
         body["platform_settings"] = json!({"data_collection": collect});
     }
     body
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+/// An agent as ElevenLabs holds it (`GET /v1/convai/agents/{id}`, or the body genied sends)
+/// in genied's terms; the inverse of [`agent_body`].
+pub fn spec_of(agent: &Value) -> AgentSpec {
+    let cc = &agent["conversation_config"];
+    let p = &cc["agent"]["prompt"];
+    let mut tools = Vec::new();
+    for t in p["tools"].as_array().into_iter().flatten() {
+        let name = t["name"].as_str().unwrap_or_default().to_string();
+        match t["type"].as_str() {
+            Some("webhook") => {
+                let api = &t["api_schema"];
+                let schema = if api["request_body_schema"].is_object() {
+                    &api["request_body_schema"]
+                } else {
+                    &api["query_params_schema"]
+                };
+                tools.push(AgentTool::Webhook {
+                    name,
+                    description: t["description"].as_str().unwrap_or_default().to_string(),
+                    parameters: object_schema(schema),
+                    url: api["url"].as_str().unwrap_or_default().to_string(),
+                    method: api["method"].as_str().unwrap_or("POST").to_string(),
+                    timeout_seconds: t["response_timeout_secs"].as_u64().unwrap_or(20),
+                    needs_credential: false,
+                });
+            }
+            Some("system") if name == "end_call" => tools.push(AgentTool::Builtin {
+                name: "end_conversation".into(),
+            }),
+            _ => {}
+        }
+    }
+    if p["rag"]["enabled"] == json!(true) {
+        tools.push(AgentTool::Builtin {
+            name: "search_knowledge_base".into(),
+        });
+    }
+    let dc = &agent["platform_settings"]["data_collection"];
+    for (key, tool) in [
+        ("lead_name", "capture_lead"),
+        ("transfer_to_human", "transfer_to_human"),
+    ] {
+        if dc.get(key).is_some() {
+            tools.push(AgentTool::Builtin { name: tool.into() });
+        }
+    }
+    let model = cc["tts"]["model_id"].as_str().unwrap_or_default();
+    AgentSpec {
+        name: agent["name"].as_str().unwrap_or_default().to_string(),
+        system_prompt: text(&p["prompt"]),
+        first_message: text(&cc["agent"]["first_message"]),
+        language: text(&cc["agent"]["language"]),
+        multilingual: model.contains("multilingual") || model.ends_with("v2_5"),
+        voice_id: text(&cc["tts"]["voice_id"]),
+        llm_model: p["llm"].as_str().unwrap_or_default().to_string(),
+        temperature: p["temperature"].as_f64(),
+        max_tokens: p["max_tokens"].as_i64(),
+        stability: cc["tts"]["stability"].as_f64(),
+        similarity_boost: cc["tts"]["similarity_boost"].as_f64(),
+        speed: cc["tts"]["speed"].as_f64(),
+        max_duration_seconds: cc["conversation"]["max_duration_seconds"].as_i64(),
+        turn_timeout_seconds: cc["turn"]["turn_timeout"].as_f64(),
+        silence_end_seconds: cc["turn"]["silence_end_call_timeout"].as_f64(),
+        turn_mode: text(&cc["turn"]["mode"]),
+        knowledge_base: serde_json::from_value(p["knowledge_base"].clone()).unwrap_or_default(),
+        tools,
+    }
 }
 
 fn seg(id: &str) -> String {
@@ -468,6 +537,95 @@ impl VoiceProvider for ElevenLabs {
             Err(e) if e.status == Some(404) => Ok(()),
             r => r.map(|_| ()),
         }
+    }
+
+    async fn get_agent(&self, agent_id: &str) -> ProviderResult<AgentSpec> {
+        let v = self
+            .call(
+                Method::GET,
+                &format!("/v1/convai/agents/{}", seg(agent_id)),
+                &[],
+                None,
+            )
+            .await?;
+        Ok(spec_of(&v))
+    }
+
+    fn as_held(&self, spec: &AgentSpec) -> AgentSpec {
+        spec_of(&agent_body(spec))
+    }
+
+    /// Turns agent versioning on (which ElevenLabs cannot turn off again: the caller asked
+    /// for it explicitly), makes a branch `genied-v<n>` per version from that version's
+    /// configuration (once: a genied version never changes), and deploys the percentages.
+    /// No shares: the `Main` branch gets all traffic back.
+    async fn set_traffic(&self, agent_id: &str, shares: &[TrafficShare]) -> ProviderResult<Value> {
+        let agent_path = format!("/v1/convai/agents/{}", seg(agent_id));
+        self.call(
+            Method::PATCH,
+            &agent_path,
+            &[("enable_versioning_if_not_enabled", "true".into())],
+            Some(json!({})),
+        )
+        .await?;
+        let agent = self.call(Method::GET, &agent_path, &[], None).await?;
+        let parent = agent["version_id"]
+            .as_str()
+            .ok_or_else(|| ProviderError::new("ElevenLabs did not return the agent's version_id"))?
+            .to_string();
+        let branches_path = format!("{agent_path}/branches");
+        let listed = self.call(Method::GET, &branches_path, &[], None).await?;
+        let branches = listed["results"].as_array().cloned().unwrap_or_default();
+        let find = |name: &str| {
+            branches
+                .iter()
+                .find(|b| b["name"] == json!(name))
+                .and_then(|b| b["id"].as_str())
+                .map(str::to_string)
+        };
+        let share = |branch: String, weight: u64| json!({"branch_id": branch, "deployment_strategy": {"type": "percentage", "traffic_percentage": weight as f64 / 100.0}});
+        let mut requests = Vec::new();
+        if shares.is_empty() {
+            let main = find("Main").ok_or_else(|| {
+                ProviderError::new("ElevenLabs lists no Main branch for the agent")
+            })?;
+            requests.push(share(main, 100));
+        }
+        for s in shares {
+            let name = format!("genied-v{}", s.version);
+            let id = match find(&name) {
+                Some(id) => id,
+                None => {
+                    let body = agent_body(&s.spec);
+                    let mut req = json!({
+                        "parent_version_id": parent,
+                        "name": name,
+                        "description": format!("genied version {}", s.version),
+                        "conversation_config": body["conversation_config"],
+                    });
+                    if let Some(p) = body.get("platform_settings") {
+                        req["platform_settings"] = p.clone();
+                    }
+                    let v = self
+                        .call(Method::POST, &branches_path, &[], Some(req))
+                        .await?;
+                    v["created_branch_id"]
+                        .as_str()
+                        .ok_or_else(|| ProviderError::new("ElevenLabs did not return a branch id"))?
+                        .to_string()
+                }
+            };
+            requests.push(share(id, s.weight));
+        }
+        let v = self
+            .call(
+                Method::POST,
+                &format!("{agent_path}/deployments"),
+                &[],
+                Some(json!({"deployment_request": {"requests": requests}})),
+            )
+            .await?;
+        Ok(v["traffic_percentage_branch_id_map"].clone())
     }
 
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>> {

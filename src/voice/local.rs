@@ -130,6 +130,19 @@ impl VoiceProvider for LocalProvider {
         "local"
     }
 
+    async fn get_agent(&self, agent_id: &str) -> ProviderResult<AgentSpec> {
+        let Some((spec, kb)) = self.agent(agent_id).await? else {
+            return Err(ProviderError {
+                message: format!("agent {agent_id} not found"),
+                status: Some(404),
+            });
+        };
+        let mut spec: AgentSpec = serde_json::from_value(spec)
+            .map_err(|e| ProviderError::new(format!("stored agent {agent_id}: {e}")))?;
+        spec.knowledge_base = serde_json::from_value(kb).unwrap_or_default();
+        Ok(spec)
+    }
+
     async fn create_agent(&self, spec: &AgentSpec) -> ProviderResult<String> {
         let id = local_id("agent_");
         let (agent_id, spec_json, kb) = (

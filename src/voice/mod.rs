@@ -28,7 +28,8 @@ pub struct KbDocRef {
 }
 
 /// Everything the provider needs to know about an agent.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AgentSpec {
     pub name: String,
     pub system_prompt: Option<String>,
@@ -52,7 +53,7 @@ pub struct AgentSpec {
 }
 
 /// A genie tool as a voice provider sees it: never a credential.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentTool {
     /// An HTTP endpoint the provider calls itself.
@@ -64,6 +65,7 @@ pub enum AgentTool {
         method: String,
         timeout_seconds: u64,
         /// The tool needs a stored credential, which genied never hands to a provider.
+        #[serde(default)]
         needs_credential: bool,
     },
     /// `search_knowledge_base`, `capture_lead`, `end_conversation` or `transfer_to_human`.
@@ -272,6 +274,58 @@ pub trait VoiceProvider: Send + Sync {
             self.name()
         )))
     }
+    /// Reads the agent back as the platform holds it now, in genied's terms: what the drift
+    /// check compares and what `pull` adopts.
+    async fn get_agent(&self, agent_id: &str) -> ProviderResult<AgentSpec> {
+        let _ = agent_id;
+        Err(ProviderError::new(format!(
+            "the '{}' voice provider cannot read its agents back",
+            self.name()
+        )))
+    }
+    /// `spec` as this platform holds it once genied has sent it: what it clamps, renames or
+    /// cannot hold changed the way [`VoiceProvider::get_agent`] would read it back. Comparing
+    /// this with `get_agent` shows only what was changed at the platform.
+    fn as_held(&self, spec: &AgentSpec) -> AgentSpec {
+        spec.clone()
+    }
+    /// Splits the agent's own traffic between versions at the platform, when it has a split
+    /// of its own (ElevenLabs: a branch per version and a percentage deployment). `shares`
+    /// empty gives all traffic back to the agent's main line. Returns the platform's split.
+    async fn set_traffic(&self, agent_id: &str, shares: &[TrafficShare]) -> ProviderResult<Value> {
+        let _ = (agent_id, shares);
+        Err(ProviderError::new(format!(
+            "the '{}' voice provider has no traffic split of its own",
+            self.name()
+        )))
+    }
+}
+
+/// One version's share of a split mirrored at a platform.
+#[derive(Debug, Clone)]
+pub struct TrafficShare {
+    pub version: i64,
+    /// 0–100.
+    pub weight: u64,
+    pub spec: AgentSpec,
+}
+
+impl AgentTool {
+    /// The tool's name as the drift check lists it.
+    pub fn label(&self) -> &str {
+        match self {
+            AgentTool::Webhook { name, .. } | AgentTool::Builtin { name } => name,
+        }
+    }
+}
+
+/// A webhook tool's parameters as an object JSON Schema (what every platform wants).
+pub fn object_schema(parameters: &Value) -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": parameters.get("properties").cloned().unwrap_or_else(|| serde_json::json!({})),
+        "required": parameters.get("required").cloned().unwrap_or_else(|| serde_json::json!([])),
+    })
 }
 
 pub type DynVoice = Arc<dyn VoiceProvider>;

@@ -36,7 +36,7 @@ impl Retell {
         })
     }
 
-    async fn get_agent(&self, id: &str) -> ProviderResult<Value> {
+    async fn agent_json(&self, id: &str) -> ProviderResult<Value> {
         self.api
             .call(
                 Method::GET,
@@ -48,7 +48,7 @@ impl Retell {
     }
 
     async fn llm_of(&self, agent_id: &str) -> ProviderResult<String> {
-        let a = self.get_agent(agent_id).await?;
+        let a = self.agent_json(agent_id).await?;
         a["response_engine"]["llm_id"]
             .as_str()
             .map(str::to_string)
@@ -143,8 +143,121 @@ pub fn llm_body(spec: &AgentSpec) -> Value {
                 .collect::<Vec<_>>()
         ),
     );
-    // The genie's own tools (AgentSpec `tools`, issue #19) map to `general_tools` here.
+    b.insert("general_tools".into(), Value::Array(general_tools(spec)));
     Value::Object(b)
+}
+
+/// The genie's tools as the Retell LLM's `general_tools`: a webhook tool becomes a
+/// `custom` tool with its arguments at the root of the body (as genied sends them);
+/// `end_conversation` the `end_call` tool. A webhook tool that needs a stored credential is
+/// left out (genied never hands a credential to a platform). `search_knowledge_base` is
+/// Retell's own retrieval over `knowledge_base_ids`; `capture_lead` and `transfer_to_human`
+/// have no tool there (a transfer needs a destination number genied does not hold): genied's
+/// analysis of the transcript captures leads.
+pub fn general_tools(spec: &AgentSpec) -> Vec<Value> {
+    let mut out = Vec::new();
+    for t in &spec.tools {
+        match t {
+            AgentTool::Webhook {
+                name,
+                description,
+                parameters,
+                url,
+                method,
+                timeout_seconds,
+                needs_credential: false,
+            } => out.push(json!({
+                "type": "custom",
+                "name": name,
+                "description": description,
+                "url": url,
+                "method": method,
+                "parameters": object_schema(parameters),
+                "args_at_root": true,
+                "speak_during_execution": false,
+                "speak_after_execution": true,
+                "timeout_ms": (timeout_seconds * 1000).clamp(1_000, 600_000),
+            })),
+            AgentTool::Builtin { name } if name == "end_conversation" => out.push(json!({
+                "type": "end_call",
+                "name": "end_call",
+                "description": "End the call once the caller is done (after saying goodbye).",
+            })),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+/// An agent and its Retell LLM (as Retell answers them, or the bodies genied sends) in
+/// genied's terms.
+pub fn spec_of(agent: &Value, llm: &Value) -> AgentSpec {
+    let mut tools = Vec::new();
+    for t in llm["general_tools"].as_array().into_iter().flatten() {
+        match t["type"].as_str() {
+            Some("custom") => tools.push(AgentTool::Webhook {
+                name: t["name"].as_str().unwrap_or_default().to_string(),
+                description: t["description"].as_str().unwrap_or_default().to_string(),
+                parameters: object_schema(&t["parameters"]),
+                url: t["url"].as_str().unwrap_or_default().to_string(),
+                method: t["method"].as_str().unwrap_or("POST").to_string(),
+                timeout_seconds: t["timeout_ms"].as_u64().map(|ms| ms / 1000).unwrap_or(120),
+                needs_credential: false,
+            }),
+            Some("end_call") => tools.push(AgentTool::Builtin {
+                name: "end_conversation".into(),
+            }),
+            _ => {}
+        }
+    }
+    // Back from Retell's `11labs-Name` to the catalog's ElevenLabs id where there is one.
+    let voice = agent["voice_id"].as_str().map(|v| {
+        v.strip_prefix("11labs-")
+            .and_then(|n| catalog().into_iter().find(|c| c.name == n))
+            .map(|c| c.voice_id)
+            .unwrap_or_else(|| v.to_string())
+    });
+    let lang = agent["language"].as_str();
+    let ms = |k: &str| agent[k].as_f64().map(|ms| ms / 1000.0);
+    AgentSpec {
+        name: agent["agent_name"].as_str().unwrap_or_default().to_string(),
+        system_prompt: text(&llm["general_prompt"]),
+        first_message: if llm["start_speaker"] == json!("user") {
+            None
+        } else {
+            text(&llm["begin_message"])
+        },
+        language: lang.filter(|l| *l != "multi").map(str::to_string),
+        multilingual: lang == Some("multi"),
+        voice_id: voice,
+        llm_model: llm["model"].as_str().unwrap_or_default().to_string(),
+        temperature: llm["model_temperature"].as_f64(),
+        max_tokens: None,
+        stability: None,
+        similarity_boost: None,
+        speed: agent["voice_speed"].as_f64(),
+        max_duration_seconds: ms("max_call_duration_ms").map(|s| s as i64),
+        turn_timeout_seconds: ms("reminder_trigger_ms"),
+        silence_end_seconds: ms("end_call_after_silence_ms"),
+        turn_mode: None,
+        knowledge_base: llm["knowledge_base_ids"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|id| {
+                Some(KbDocRef {
+                    id: id.as_str()?.to_string(),
+                    name: String::new(),
+                    doc_type: "text".into(),
+                })
+            })
+            .collect(),
+        tools,
+    }
 }
 
 /// The agent's fields, without its response engine.
@@ -348,7 +461,7 @@ impl VoiceProvider for Retell {
     }
 
     async fn delete_agent(&self, agent_id: &str) -> ProviderResult<()> {
-        let llm = match self.get_agent(agent_id).await {
+        let llm = match self.agent_json(agent_id).await {
             Ok(a) => a["response_engine"]["llm_id"].as_str().map(str::to_string),
             Err(e) if is_gone(&e) => return Ok(()),
             Err(e) => return Err(e),
@@ -514,6 +627,28 @@ impl VoiceProvider for Retell {
             .as_str()
             .map(str::to_string)
             .ok_or_else(|| ProviderError::new("Retell did not return a call_id"))
+    }
+
+    async fn get_agent(&self, agent_id: &str) -> ProviderResult<AgentSpec> {
+        let agent = self.agent_json(agent_id).await?;
+        let llm = match agent["response_engine"]["llm_id"].as_str() {
+            Some(l) => {
+                self.api
+                    .call(
+                        Method::GET,
+                        &format!("/get-retell-llm/{}", seg(l)),
+                        &[],
+                        Body::None,
+                    )
+                    .await?
+            }
+            None => Value::Null,
+        };
+        Ok(spec_of(&agent, &llm))
+    }
+
+    fn as_held(&self, spec: &AgentSpec) -> AgentSpec {
+        spec_of(&Value::Object(agent_fields(spec, None)), &llm_body(spec))
     }
 
     async fn list_voices(&self) -> ProviderResult<Vec<Voice>> {

@@ -162,10 +162,14 @@ pub fn assistant_body(
     if let Some(p) = &spec.system_prompt {
         model.insert("messages".into(), json!([{"role": "system", "content": p}]));
     }
-    // Tool ids genied manages. The genie's own tools (AgentSpec `tools`, issue #19) are
-    // created with POST /tool and their ids join this list.
+    // The knowledge tool is a saved tool (its files change apart from the assistant); the
+    // genie's own tools go inline in `model.tools`, so they come and go with the assistant.
     let tool_ids: Vec<&str> = kb_tool.into_iter().collect();
     model.insert("toolIds".into(), json!(tool_ids));
+    let tools = inline_tools(spec);
+    if !tools.is_empty() {
+        model.insert("tools".into(), Value::Array(tools));
+    }
 
     let mut voice = Map::new();
     voice.insert("provider".into(), json!("11labs"));
@@ -242,6 +246,13 @@ pub fn assistant_body(
             }]),
         );
     }
+    let collect = structured_data(spec);
+    if !collect.is_empty() {
+        body.insert(
+            "analysisPlan".into(),
+            json!({"structuredDataPlan": {"enabled": true, "schema": {"type": "object", "properties": collect}}}),
+        );
+    }
     let mut metadata = Map::new();
     metadata.insert("managedBy".into(), json!("genied"));
     put(&mut metadata, KB_TOOL_KEY, kb_tool.map(Value::from));
@@ -257,6 +268,156 @@ pub fn assistant_body(
         );
     }
     Value::Object(body)
+}
+
+/// The genie's tools as Vapi inline tools: a webhook tool becomes an `apiRequest` tool
+/// (Vapi calls the URL itself with the arguments as the JSON body, as genied does; a
+/// `function` tool would send Vapi's own `tool-calls` envelope, which the tool's endpoint
+/// does not speak); `end_conversation` the `endCall` tool. A webhook tool that needs a
+/// stored credential is left out: genied never hands a credential to a platform.
+/// `search_knowledge_base` is the knowledge (query) tool, attached whenever the genie has
+/// documents; `capture_lead` and `transfer_to_human` are structured data (see
+/// [`structured_data`]).
+fn inline_tools(spec: &AgentSpec) -> Vec<Value> {
+    let mut out = Vec::new();
+    for t in &spec.tools {
+        match t {
+            AgentTool::Webhook {
+                name,
+                description,
+                parameters,
+                url,
+                method,
+                timeout_seconds,
+                needs_credential: false,
+            } => out.push(json!({
+                "type": "apiRequest",
+                "name": truncate(name, 40),
+                "description": description,
+                "method": method,
+                "url": url,
+                "body": object_schema(parameters),
+                "timeoutSeconds": timeout_seconds,
+            })),
+            AgentTool::Builtin { name } if name == "end_conversation" => {
+                out.push(json!({"type": "endCall"}))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `capture_lead` and `transfer_to_human` as Vapi's structured data: extracted from each
+/// call after it ends and sent with the end-of-call report.
+fn structured_data(spec: &AgentSpec) -> Map<String, Value> {
+    let mut items = Map::new();
+    for t in &spec.tools {
+        let AgentTool::Builtin { name } = t else {
+            continue;
+        };
+        match name.as_str() {
+            "capture_lead" => {
+                for (k, d) in [
+                    ("lead_name", "The caller's name, if they gave it"),
+                    ("lead_email", "The caller's email address, if they gave it"),
+                    ("lead_phone", "The caller's phone number, if they gave it"),
+                ] {
+                    items.insert(k.into(), json!({"type": "string", "description": d}));
+                }
+            }
+            "transfer_to_human" => {
+                items.insert(
+                    "transfer_to_human".into(),
+                    json!({"type": "boolean", "description": "Whether the caller asked to speak to a person"}),
+                );
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+/// An assistant (as Vapi answers it, or the body genied sends) in genied's terms; the
+/// knowledge tool's file ids are passed in, since they live on the tool.
+pub fn spec_of(a: &Value, files: &[String]) -> AgentSpec {
+    let m = &a["model"];
+    let system = m["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|x| x["role"] == json!("system"))
+        .and_then(|x| text(&x["content"]));
+    let mut tools = Vec::new();
+    for t in m["tools"].as_array().into_iter().flatten() {
+        match t["type"].as_str() {
+            Some("apiRequest") => tools.push(AgentTool::Webhook {
+                name: t["name"].as_str().unwrap_or_default().to_string(),
+                description: t["description"].as_str().unwrap_or_default().to_string(),
+                parameters: object_schema(&t["body"]),
+                url: t["url"].as_str().unwrap_or_default().to_string(),
+                method: t["method"].as_str().unwrap_or("POST").to_string(),
+                timeout_seconds: t["timeoutSeconds"].as_f64().map(|s| s as u64).unwrap_or(20),
+                needs_credential: false,
+            }),
+            Some("endCall") => tools.push(AgentTool::Builtin {
+                name: "end_conversation".into(),
+            }),
+            _ => {}
+        }
+    }
+    let schema = &a["analysisPlan"]["structuredDataPlan"]["schema"]["properties"];
+    for (key, tool) in [
+        ("lead_name", "capture_lead"),
+        ("transfer_to_human", "transfer_to_human"),
+    ] {
+        if schema.get(key).is_some() {
+            tools.push(AgentTool::Builtin { name: tool.into() });
+        }
+    }
+    let heard = a["transcriber"]["language"].as_str();
+    let multilingual = heard == Some("multi");
+    let turn_timeout = a["hooks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|h| h["on"] == json!("customer.speech.timeout"))
+        .and_then(|h| h["options"]["timeoutSeconds"].as_f64());
+    AgentSpec {
+        name: a["name"].as_str().unwrap_or_default().to_string(),
+        system_prompt: system,
+        first_message: text(&a["firstMessage"]),
+        language: if multilingual {
+            text(&a["voice"]["language"])
+        } else {
+            heard.map(str::to_string)
+        },
+        multilingual,
+        voice_id: text(&a["voice"]["voiceId"]),
+        llm_model: m["model"].as_str().unwrap_or_default().to_string(),
+        temperature: m["temperature"].as_f64(),
+        max_tokens: m["maxTokens"].as_i64(),
+        stability: a["voice"]["stability"].as_f64(),
+        similarity_boost: a["voice"]["similarityBoost"].as_f64(),
+        speed: a["voice"]["speed"].as_f64(),
+        max_duration_seconds: a["maxDurationSeconds"].as_f64().map(|s| s as i64),
+        turn_timeout_seconds: turn_timeout,
+        silence_end_seconds: a["silenceTimeoutSeconds"].as_f64(),
+        turn_mode: None,
+        knowledge_base: files
+            .iter()
+            .map(|f| KbDocRef {
+                id: f.clone(),
+                name: String::new(),
+                doc_type: "file".into(),
+            })
+            .collect(),
+        tools,
+    }
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -563,6 +724,39 @@ impl VoiceProvider for Vapi {
             .as_str()
             .map(str::to_string)
             .ok_or_else(|| ProviderError::new("Vapi did not return a call id"))
+    }
+
+    async fn get_agent(&self, agent_id: &str) -> ProviderResult<AgentSpec> {
+        let a = self.get_assistant(agent_id).await?;
+        let mut files = Vec::new();
+        if let Some(t) = kb_tool_of(&a) {
+            match self
+                .api
+                .call(Method::GET, &format!("/tool/{}", seg(&t)), &[], Body::None)
+                .await
+            {
+                Ok(tool) => {
+                    for kb in tool["knowledgeBases"].as_array().into_iter().flatten() {
+                        files.extend(
+                            kb["fileIds"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(text),
+                        );
+                    }
+                }
+                // Deleted in the dashboard: the assistant holds no documents.
+                Err(e) if is_gone(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(spec_of(&a, &files))
+    }
+
+    fn as_held(&self, spec: &AgentSpec) -> AgentSpec {
+        let files: Vec<String> = spec.knowledge_base.iter().map(|d| d.id.clone()).collect();
+        spec_of(&assistant_body(spec, None, None), &files)
     }
 
     /// Vapi has no voice catalog of its own: it speaks through ElevenLabs voices by id, so

@@ -136,6 +136,11 @@ const TABLE: &[Row] = &[
     r("genies", "publish", Some("$genie"), "{}", ANF),
     r("genies", "discard-draft", Some("$genie"), "{}", ANF),
     r("genies", "set-traffic", Some("$genie"), r#"{"traffic":[]}"#, ANF),
+    r("genies", "set-traffic", Some("$genie"), r#"{"traffic":[],"mirror_at_provider":true}"#, ANF),
+    r("genies", "check-drift", Some("$genie"), "{}", ANF),
+    r("genies", "pull", Some("$genie"), "{}", ANF),
+    r("genies", "push", Some("$genie"), "{}", ANF),
+    r("genies", "move", Some("$genie"), r#"{"provider":"local"}"#, ANF),
     // genie-groups
     r("genie-groups", "all", None, "{}", Exp::Own(200)),
     r("genie-groups", "list", None, "{}", Exp::Own(200)),

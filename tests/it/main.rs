@@ -14,6 +14,7 @@ mod console;
 mod conversations;
 mod document_folders;
 mod documents;
+mod drift;
 mod durability;
 mod envelope;
 mod fuzz_smoke;

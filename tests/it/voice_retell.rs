@@ -71,7 +71,8 @@ async fn agent_lifecycle_sends_the_documented_requests() {
     assert_eq!(
         reqs[0].body,
         json!({"general_prompt": "You help.", "start_speaker": "agent", "begin_message": "Hi!",
-               "model": "gpt-4o", "model_temperature": 1.0, "knowledge_base_ids": [kb]})
+               "model": "gpt-4o", "model_temperature": 1.0, "knowledge_base_ids": [kb],
+               "general_tools": []})
     );
     let llm_id = fake.agent(&id).unwrap()["response_engine"]["llm_id"]
         .as_str()

@@ -383,13 +383,14 @@ async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let admin_mode = req.data.get("adminMode").and_then(Value::as_bool);
     let scope = scope(ctx, admin_mode)?;
     let store = knowledge::store(&ctx.app);
-    let (d, genies) = ctx
+    let (d, genies, copies) = ctx
         .db()
         .write(move |c| {
             let d = writable(c, &scope, &id)?;
             let genies = docs::linked_genies(c, &d.id)?;
+            let copies = crate::db::genie_moves::copies(c, &d.id)?;
             docs::delete(c, &d.id)?;
-            Ok((d, genies))
+            Ok((d, genies, copies))
         })
         .await?;
     // Files go after the commit, so a crash cannot leave the record without them.
@@ -403,6 +404,16 @@ async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         tracing::warn!(document = %d.id, error = %e, "could not delete the provider document");
     }
     pipeline::push_genies(&ctx.app, &genies).await;
+    // Its copies at other platforms go once no agent lists them any more.
+    for (provider, ext) in &copies {
+        let res = match ctx.app.voice.get(provider) {
+            Some(v) => v.delete_document(ext).await.map_err(|e| e.to_string()),
+            None => Err(format!("provider '{provider}' is no longer configured")),
+        };
+        if let Err(e) = res {
+            tracing::warn!(document = %d.id, provider, error = %e, "could not delete a copy of the document");
+        }
+    }
     Ok(Reply::deleted(&d.id).summary(format!("deleted document '{}'", d.name)))
 }
 

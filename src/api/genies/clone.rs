@@ -10,7 +10,6 @@ use crate::db;
 use crate::db::genies::{self as repo, GenieRow};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
-use crate::knowledge::agents::kb_refs;
 use crate::service::genies;
 
 pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -38,7 +37,10 @@ pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         updated_at: now,
         ..src.clone()
     };
-    let spec = settings::agent_spec(&row, kb_refs(&docs));
+    // A clone lives where its original does, with that platform's copies of the documents.
+    let voice = crate::knowledge::agents::voice_for(&ctx.app, &src.id).await?;
+    let (kb, _) = crate::knowledge::agents::kb_for(&ctx.app, &voice, &docs).await?;
+    let spec = settings::agent_spec(&row, kb);
     let row = genies::provision_clone(&ctx.app, &src.id, row, &spec).await?;
     let genie = reload(&ctx.app, &row.id, false).await?;
     ctx.app

@@ -11,6 +11,7 @@ pub(crate) mod assign;
 mod call;
 mod checks;
 mod clone;
+mod drift;
 pub mod input;
 mod lifecycle;
 pub(crate) mod list;
@@ -167,6 +168,23 @@ pub const RESOURCE: Resource = Resource {
         Action::write("call", handler!(call::call))
             .id()
             .data(schema::<call::CallReq>)
+            .conflict()
+            .upstream(),
+        Action::write("check-drift", handler!(drift::check_drift))
+            .id()
+            .conflict()
+            .upstream(),
+        Action::write("pull", handler!(drift::pull))
+            .id()
+            .conflict()
+            .upstream(),
+        Action::write("push", handler!(drift::push))
+            .id()
+            .conflict()
+            .upstream(),
+        Action::write("move", handler!(drift::move_genie))
+            .id()
+            .data(schema::<drift::MoveReq>)
             .conflict()
             .upstream(),
     ],

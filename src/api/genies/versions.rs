@@ -73,6 +73,10 @@ pub(crate) struct Share {
 #[schemars(rename = "GenieTrafficRequest")]
 pub(crate) struct TrafficReq {
     traffic: Vec<Share>,
+    /// Also split the voice platform's own traffic (ElevenLabs only): turns agent
+    /// versioning on there, which ElevenLabs cannot turn off again.
+    #[serde(default)]
+    mirror_at_provider: bool,
 }
 
 pub(super) async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -234,7 +238,7 @@ pub(super) async fn set_traffic(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Rep
     let body: TrafficReq = req.data()?;
     let g = load_manageable(ctx, &id).await?;
     let shares: Vec<(i64, i64)> = body.traffic.iter().map(|s| (s.version, s.weight)).collect();
-    let out = versions::set_traffic(&ctx.app, &id, shares).await?;
+    let out = versions::set_traffic(&ctx.app, &id, shares, body.mirror_at_provider).await?;
     Ok(Reply::ok(out)
         .record(&id)
         .summary(format!("set the traffic split of genie '{}'", g.name)))

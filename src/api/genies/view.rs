@@ -119,5 +119,7 @@ pub fn full_genie(
     genie["provider"] = json!(provider.provider);
     genie["provider_state"] = json!(provider.state);
     genie["provider_error"] = json!(provider.error);
+    let (drift, checked) = crate::db::genie_moves::drift(c, &g.id)?;
+    genie["provider_drift"] = json!({"changes": drift, "checked_at": checked});
     Ok(genie)
 }

@@ -86,6 +86,7 @@ pub fn records() -> Map<String, Value> {
                 "sort_order": t("integer"), "created_at": time(), "updated_at": time(),
                 "provider": ns(), "provider_state": {"enum": ["in_sync", "pending", "failed"]},
                 "provider_error": ns(),
+                "provider_drift": object(&["changes", "checked_at"], json!({"changes": n("array"), "checked_at": ns()})),
             }),
         ),
     );
@@ -235,6 +236,13 @@ pub fn records() -> Map<String, Value> {
         object(
             &["path", "from", "to"],
             json!({"path": s(), "from": any(), "to": any()}),
+        ),
+    );
+    m.insert(
+        "DriftChange".into(),
+        object(
+            &["path", "genied", "platform"],
+            json!({"path": s(), "genied": any(), "platform": any()}),
         ),
     );
     m.insert(
@@ -474,12 +482,36 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             &["id", "discarded"],
             json!({"id": t("string"), "discarded": t("boolean")}),
         ),
-        ("genies", "set-traffic") => {
-            object(&["traffic"], json!({"traffic": arr(r("TrafficShare"))}))
-        }
+        ("genies", "set-traffic") => object(
+            &["traffic"],
+            json!({"traffic": arr(r("TrafficShare")), "provider_split": any()}),
+        ),
         ("genies", "version-stats") => {
             object(&["stats"], json!({"stats": arr(r("GenieVersionStats"))}))
         }
+        ("genies", "check-drift") => object(
+            &["drift", "provider", "agent_id", "changes", "checked_at"],
+            json!({"drift": t("boolean"), "provider": t("string"), "agent_id": t("string"),
+                   "changes": arr(r("DriftChange")), "checked_at": t("string")}),
+        ),
+        ("genies", "pull") => object(
+            &["genie", "version", "adopted", "changes"],
+            json!({"genie": r("Genie"), "version": n("integer"), "adopted": arr(t("string")),
+                   "changes": arr(r("DriftChange"))}),
+        ),
+        ("genies", "push") => object(
+            &["genie_id", "provider", "pushed", "changes"],
+            json!({"genie_id": t("string"), "provider": t("string"), "pushed": t("boolean"),
+                   "changes": arr(r("DriftChange"))}),
+        ),
+        ("genies", "move") => object(
+            &["genie", "move"],
+            json!({"genie": r("Genie"), "move": object(
+                &["from", "to", "agent_id", "numbers"],
+                json!({"from": t("string"), "to": t("string"), "agent_id": t("string"),
+                       "numbers": arr(t("string"))}),
+            )}),
+        ),
         ("genies", "reorder") => object(&["updated"], json!({"updated": count()})),
         ("knowledge-base", "all" | "list") => page("documents", r("Document"), "total"),
         ("knowledge-base", "get" | "create" | "update") => one("document", "Document"),

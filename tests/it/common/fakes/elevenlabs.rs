@@ -32,6 +32,9 @@ pub struct FakeState {
     pub documents: HashMap<String, Value>,
     pub phone_numbers: HashMap<String, Value>,
     pub conversations: HashMap<String, Value>,
+    /// Agent id → its branches (once versioning is on), and its deployed split.
+    pub branches: HashMap<String, Vec<Value>>,
+    pub deployments: HashMap<String, Value>,
     /// Operation name (`create_agent`, `update_agent`, `delete_agent`, ...) → status to answer.
     pub failures: HashMap<String, u16>,
     seq: u64,
@@ -317,12 +320,15 @@ async fn agent(
     State(s): S,
     method: Method,
     Path(id): Path<String>,
+    RawQuery(q): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let mut st = s.lock().unwrap();
     let path = format!("/v1/convai/agents/{id}");
-    let b = match begin(&mut st, method.clone(), &path, None, &headers, &body) {
+    let query: HashMap<String, String> =
+        serde_urlencoded::from_str(q.as_deref().unwrap_or("")).unwrap_or_default();
+    let b = match begin(&mut st, method.clone(), &path, q, &headers, &body) {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -340,6 +346,26 @@ async fn agent(
     match method {
         Method::GET => axum::Json(st.agents[&id].clone()).into_response(),
         Method::PATCH => {
+            if query
+                .get("enable_versioning_if_not_enabled")
+                .map(String::as_str)
+                == Some("true")
+                && st.agents[&id].get("version_id").is_none()
+            {
+                // Versioning on: a Main branch at a first version, for good.
+                let v = new_id(&mut st, "agtvrsn_", 24);
+                let main = new_id(&mut st, "agtbrch_", 24);
+                st.branches
+                    .entry(id.clone())
+                    .or_default()
+                    .push(json!({"id": main, "name": "Main", "version_id": v}));
+                let a = st.agents.get_mut(&id).unwrap();
+                a["version_id"] = json!(v);
+                a["branch_id"] = json!(main);
+            }
+            if query.contains_key("branch_id") {
+                return unprocessable(&["query", "branch_id"], "not used by genied's fake");
+            }
             if let Some(cfg) = b.get("conversation_config")
                 && let Some(r) = check_config(cfg)
             {
@@ -365,6 +391,127 @@ async fn agent(
             StatusCode::OK.into_response()
         }
     }
+}
+
+/// `GET` and `POST /v1/convai/agents/{id}/branches`: branches exist once versioning is on;
+/// a new one names its parent version, a unique name (≤ 140) and a description.
+async fn branches(
+    State(s): S,
+    method: Method,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut st = s.lock().unwrap();
+    let path = format!("/v1/convai/agents/{id}/branches");
+    let b = match begin(&mut st, method.clone(), &path, None, &headers, &body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if let Some(r) = failing(&st, "branches") {
+        return r;
+    }
+    let Some(agent) = st.agents.get(&id).cloned() else {
+        return detail(404, "agent_not_found", &format!("Agent {id} not found"));
+    };
+    if agent.get("version_id").is_none() {
+        return detail(
+            400,
+            "versioning_disabled",
+            "Versioning is not enabled for this agent",
+        );
+    }
+    if method == Method::GET {
+        let list = st.branches.get(&id).cloned().unwrap_or_default();
+        return axum::Json(json!({"results": list, "meta": {"total": list.len()}})).into_response();
+    }
+    let name = b["name"].as_str().unwrap_or("");
+    if name.is_empty() || name.chars().count() > 140 {
+        return unprocessable(&["body", "name"], "String should have 1 to 140 characters");
+    }
+    if !b["description"].is_string() {
+        return unprocessable(&["body", "description"], "Field required");
+    }
+    let known_version = st
+        .branches
+        .get(&id)
+        .into_iter()
+        .flatten()
+        .any(|x| x["version_id"] == b["parent_version_id"]);
+    if !known_version {
+        return unprocessable(&["body", "parent_version_id"], "Unknown version");
+    }
+    if st
+        .branches
+        .get(&id)
+        .into_iter()
+        .flatten()
+        .any(|x| x["name"] == json!(name))
+    {
+        return detail(
+            409,
+            "branch_exists",
+            "A branch with this name already exists",
+        );
+    }
+    if let Some(cfg) = b.get("conversation_config")
+        && let Some(r) = check_config(cfg)
+    {
+        return r;
+    }
+    let bid = new_id(&mut st, "agtbrch_", 24);
+    let vid = new_id(&mut st, "agtvrsn_", 24);
+    st.branches.entry(id).or_default().push(json!({
+        "id": bid, "name": name, "description": b["description"], "version_id": vid,
+        "conversation_config": b["conversation_config"], "platform_settings": b["platform_settings"],
+    }));
+    axum::Json(json!({"created_branch_id": bid, "created_version_id": vid})).into_response()
+}
+
+/// `POST /v1/convai/agents/{id}/deployments`: percentages (0–1) over known branches,
+/// summing to 1.
+async fn deployments(
+    State(s): S,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut st = s.lock().unwrap();
+    let path = format!("/v1/convai/agents/{id}/deployments");
+    let b = match begin(&mut st, Method::POST, &path, None, &headers, &body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let known = st.branches.get(&id).cloned().unwrap_or_default();
+    let Some(reqs) = b["deployment_request"]["requests"].as_array() else {
+        return unprocessable(
+            &["body", "deployment_request", "requests"],
+            "Field required",
+        );
+    };
+    let mut map = serde_json::Map::new();
+    let mut sum = 0.0;
+    for r in reqs {
+        let strategy = &r["deployment_strategy"];
+        let pct = strategy["traffic_percentage"].as_f64().unwrap_or(-1.0);
+        if strategy["type"] != json!("percentage") || !(0.0..=1.0).contains(&pct) {
+            return unprocessable(
+                &["body", "deployment_request"],
+                "Invalid deployment strategy",
+            );
+        }
+        let bid = r["branch_id"].as_str().unwrap_or("");
+        if !known.iter().any(|x| x["id"] == json!(bid)) {
+            return detail(404, "branch_not_found", &format!("Branch {bid} not found"));
+        }
+        sum += pct;
+        map.insert(bid.to_string(), json!(pct));
+    }
+    if (sum - 1.0).abs() > 1e-9 {
+        return unprocessable(&["body", "deployment_request"], "Traffic must total 100%");
+    }
+    st.deployments.insert(id, Value::Object(map.clone()));
+    axum::Json(json!({"traffic_percentage_branch_id_map": map})).into_response()
 }
 
 async fn kb_text(State(s): S, headers: HeaderMap, body: Bytes) -> Response {
@@ -551,6 +698,11 @@ impl FakeElevenLabs {
                 "/v1/convai/agents/{id}",
                 get(agent).patch(agent).delete(agent),
             )
+            .route(
+                "/v1/convai/agents/{id}/branches",
+                get(branches).post(branches),
+            )
+            .route("/v1/convai/agents/{id}/deployments", post(deployments))
             .route("/v1/convai/knowledge-base/text", post(kb_text))
             .route(
                 "/v1/convai/knowledge-base/{id}",
@@ -588,6 +740,28 @@ impl FakeElevenLabs {
     }
     pub fn agent(&self, id: &str) -> Option<Value> {
         self.state.lock().unwrap().agents.get(id).cloned()
+    }
+    /// Changes an agent as the ElevenLabs dashboard would.
+    pub fn edit_agent(&self, id: &str, f: impl FnOnce(&mut Value)) {
+        f(self
+            .state
+            .lock()
+            .unwrap()
+            .agents
+            .get_mut(id)
+            .expect("agent"));
+    }
+    pub fn branches(&self, agent: &str) -> Vec<Value> {
+        self.state
+            .lock()
+            .unwrap()
+            .branches
+            .get(agent)
+            .cloned()
+            .unwrap_or_default()
+    }
+    pub fn deployment(&self, agent: &str) -> Option<Value> {
+        self.state.lock().unwrap().deployments.get(agent).cloned()
     }
     pub fn agent_count(&self) -> usize {
         self.state.lock().unwrap().agents.len()

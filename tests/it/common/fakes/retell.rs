@@ -153,6 +153,52 @@ fn check(st: &FakeState, b: &Value, fields: &[&str]) -> Vec<String> {
             }
         }
     }
+    if let Some(tools) = b.get("general_tools") {
+        let mut names = Vec::new();
+        for t in tools.as_array().into_iter().flatten() {
+            let name = t["name"].as_str().unwrap_or("");
+            if name.is_empty()
+                || name.len() > 64
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                errs.push(format!("general_tools: invalid tool name {name:?}"));
+            }
+            if names.contains(&name) {
+                errs.push(format!("general_tools: tool name {name} is not unique"));
+            }
+            names.push(name);
+            match t["type"].as_str() {
+                Some("end_call") => {}
+                Some("custom") => {
+                    if !t["url"].as_str().is_some_and(|u| u.starts_with("http")) {
+                        errs.push(format!("general_tools: {name}: url must be a URL"));
+                    }
+                    if !["GET", "POST", "PUT", "PATCH", "DELETE"]
+                        .contains(&t["method"].as_str().unwrap_or("POST"))
+                    {
+                        errs.push(format!("general_tools: {name}: method"));
+                    }
+                    if !t["parameters"].is_null() && t["parameters"]["type"] != json!("object") {
+                        errs.push(format!(
+                            "general_tools: {name}: parameters must be an object schema"
+                        ));
+                    }
+                    if !t["timeout_ms"]
+                        .as_u64()
+                        .is_none_or(|ms| (1_000..=600_000).contains(&ms))
+                    {
+                        errs.push(format!("general_tools: {name}: timeout_ms"));
+                    }
+                }
+                other => errs.push(format!("general_tools: unknown tool type {other:?}")),
+            }
+        }
+        if !tools.is_array() {
+            errs.push("general_tools must be an array".into());
+        }
+    }
     if let Some(v) = b.get("voice_id")
         && !v.as_str().is_some_and(|v| v.contains('-'))
     {
@@ -583,6 +629,20 @@ impl FakeRetell {
     }
     pub fn agent(&self, id: &str) -> Option<Value> {
         self.state.lock().unwrap().agents.get(id).cloned()
+    }
+    /// Changes an agent as the Retell dashboard would.
+    pub fn edit_agent(&self, id: &str, f: impl FnOnce(&mut Value)) {
+        f(self
+            .state
+            .lock()
+            .unwrap()
+            .agents
+            .get_mut(id)
+            .expect("agent"));
+    }
+    /// Changes a Retell LLM as the dashboard would.
+    pub fn edit_llm(&self, id: &str, f: impl FnOnce(&mut Value)) {
+        f(self.state.lock().unwrap().llms.get_mut(id).expect("llm"));
     }
     pub fn llm(&self, id: &str) -> Option<Value> {
         self.state.lock().unwrap().llms.get(id).cloned()

@@ -178,6 +178,40 @@ fn check_assistant(st: &FakeState, b: &Value) -> Vec<String> {
                 }
             }
         }
+        if let Some(tools) = m.get("tools") {
+            for t in tools.as_array().into_iter().flatten() {
+                match t["type"].as_str() {
+                    Some("endCall") => {}
+                    Some("apiRequest") => {
+                        let name = t["name"].as_str().unwrap_or("");
+                        if name.is_empty()
+                            || name.chars().count() > 40
+                            || !name
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                        {
+                            errs.push("model.tools.name must be a-z, A-Z, 0-9, _ or -, at most 40".into());
+                        }
+                        if !t["url"].as_str().is_some_and(|u| u.starts_with("http")) {
+                            errs.push("model.tools.url must be a URL address".into());
+                        }
+                        if !["POST", "GET", "PUT", "PATCH", "DELETE"]
+                            .contains(&t["method"].as_str().unwrap_or(""))
+                        {
+                            errs.push("model.tools.method must be one of the following values: POST, GET, PUT, PATCH, DELETE".into());
+                        }
+                        if !t["body"].is_null() && t["body"]["type"] != json!("object") {
+                            errs.push("model.tools.body must be a JSON schema object".into());
+                        }
+                        range(&mut errs, &t["timeoutSeconds"], "model.tools.timeoutSeconds", 1.0, 300.0);
+                    }
+                    _ => errs.push("model.tools.type must be one of the following values: apiRequest, endCall, function, ...".into()),
+                }
+            }
+            if !tools.is_array() {
+                errs.push("model.tools must be an array".into());
+            }
+        }
         if let Some(ids) = m["toolIds"].as_array() {
             for id in ids {
                 if !id.as_str().is_some_and(|i| st.tools.contains_key(i)) {
@@ -304,6 +338,7 @@ async fn handle(
         (&Method::PATCH, ["assistant", _]) => "update_assistant",
         (&Method::DELETE, ["assistant", _]) => "delete_assistant",
         (&Method::POST, ["tool"]) => "create_tool",
+        (&Method::GET, ["tool", _]) => "get_tool",
         (&Method::PATCH, ["tool", _]) => "update_tool",
         (&Method::DELETE, ["tool", _]) => "delete_tool",
         (&Method::POST, ["file"]) => "create_file",
@@ -420,6 +455,10 @@ async fn handle(
             merge_top(t, &parsed);
             ok(t.clone())
         }
+        "get_tool" => match st.tools.get(&id) {
+            Some(t) => ok(t.clone()),
+            None => not_found("Tool", &id),
+        },
         "delete_tool" => match st.tools.remove(&id) {
             Some(t) => ok(t),
             None => not_found("Tool", &id),
@@ -641,6 +680,27 @@ impl FakeVapi {
     }
     pub fn assistant(&self, id: &str) -> Option<Value> {
         self.state.lock().unwrap().assistants.get(id).cloned()
+    }
+    /// Changes an assistant as the Vapi dashboard would.
+    pub fn edit_assistant(&self, id: &str, f: impl FnOnce(&mut Value)) {
+        f(self
+            .state
+            .lock()
+            .unwrap()
+            .assistants
+            .get_mut(id)
+            .expect("assistant"));
+    }
+    /// Adds an assistant made elsewhere (a move cut short); returns its id.
+    pub fn add_assistant(&self, mut a: Value) -> String {
+        let mut st = self.state.lock().unwrap();
+        let id = new_id(&mut st);
+        a["id"] = json!(id);
+        st.assistants.insert(id.clone(), a);
+        id
+    }
+    pub fn file_count(&self) -> usize {
+        self.state.lock().unwrap().files.len()
     }
     pub fn assistant_count(&self) -> usize {
         self.state.lock().unwrap().assistants.len()
