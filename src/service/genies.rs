@@ -270,7 +270,16 @@ pub struct Changes {
     pub always_record: bool,
     /// Drop the genie's draft in the same transaction (publish).
     pub clear_draft: bool,
+    /// The summary of the action's audit row, from the saved genie and the version recorded:
+    /// given, the row is written in the change's own transaction (`db::activities::claim`).
+    pub audit_summary: Option<AuditSummary>,
+    /// Renders the changed genie inside the change's transaction (the caller's full object),
+    /// instead of the caller reading it back afterwards; the result is `Applied::rendered`.
+    pub render: Option<Render>,
 }
+
+pub type AuditSummary = Box<dyn FnOnce(&GenieRow, Option<i64>) -> String + Send>;
+pub type Render = Box<dyn FnOnce(&rusqlite::Connection, &GenieRow) -> ApiResult<Value> + Send>;
 
 impl Changes {
     pub fn edit(f: impl FnOnce(&mut GenieRow) -> ApiResult<()> + Send + 'static) -> Changes {
@@ -280,6 +289,8 @@ impl Changes {
             note: None,
             always_record: false,
             clear_draft: false,
+            audit_summary: None,
+            render: None,
         }
     }
     /// Makes a version's configuration (documents included) the genie's.
@@ -294,6 +305,8 @@ impl Changes {
             note: Some(note),
             always_record: true,
             clear_draft: false,
+            audit_summary: None,
+            render: None,
         }
     }
 }
@@ -303,6 +316,8 @@ impl Changes {
 pub struct Applied {
     pub row: GenieRow,
     pub version: Option<i64>,
+    /// What `Changes::render` made, when given.
+    pub rendered: Option<Value>,
 }
 
 /// Applies a change to the live genie: edits the row under the genie's lock, pushes the
@@ -318,7 +333,7 @@ pub async fn apply(
 ) -> ApiResult<Applied> {
     let _guard = crate::knowledge::agents::lock_genie(genie_id).await;
     let (id, owner_docs) = (genie_id.to_string(), changes.documents.clone());
-    let (old, docs, new_docs) = app
+    let (old, docs, new_docs, provider) = app
         .db
         .read(move |c| {
             let g = repo::find(c, &id)?.ok_or_else(ApiError::agent_not_found)?;
@@ -327,7 +342,9 @@ pub async fn apply(
                 Some(ids) => db::genie_versions::attachable(c, &g.user_id, ids)?,
                 None => docs.clone(),
             };
-            Ok((g, docs, new_docs))
+            // Read here rather than by `agents::voice_for`: one trip to the read pool.
+            let provider = db::genie_providers::get(c, &id)?.provider;
+            Ok((g, docs, new_docs, provider))
         })
         .await?;
     let mut row = old.clone();
@@ -335,7 +352,7 @@ pub async fn apply(
     row.updated_at = db::now();
     // The genie's own platform; documents live at the default one only, so a genie elsewhere
     // is told none (its provider state says so).
-    let voice = crate::knowledge::agents::voice_for(app, genie_id).await?;
+    let voice = app.voice.named(provider.as_deref())?.clone();
     let held = |d: &[crate::db::genies::AttachedDoc]| {
         if crate::knowledge::agents::holds_documents(app, &voice) {
             kb_refs(d)
@@ -353,7 +370,11 @@ pub async fn apply(
     let after = genie_versions::config_of(&row, &new_docs);
     let (r, by) = (row.clone(), by.to_string());
     let (relink, clear_draft) = (changes.documents.is_some(), changes.clear_draft);
-    let version = app
+    let audit = changes
+        .audit_summary
+        .and_then(|f| db::activities::claim("genies").map(|a| (a, f)));
+    let render = changes.render;
+    let (version, rendered) = app
         .db
         .write(move |c| {
             if let Some(slug) = &r.page_slug
@@ -373,7 +394,7 @@ pub async fn apply(
             if clear_draft {
                 db::genie_versions::delete_draft(c, &r.id)?;
             }
-            genie_versions::record(
+            let version = genie_versions::record(
                 c,
                 &r.id,
                 Some(&before),
@@ -381,10 +402,19 @@ pub async fn apply(
                 Some(&by),
                 changes.note.as_deref(),
                 changes.always_record,
-            )
+            )?;
+            if let Some((a, summary)) = audit {
+                a.insert(c, Some(&r.id), &summary(&r, version))?;
+            }
+            let rendered = render.map(|f| f(c, &r)).transpose()?;
+            Ok((version, rendered))
         })
         .await?;
-    Ok(Applied { row, version })
+    Ok(Applied {
+        row,
+        version,
+        rendered,
+    })
 }
 
 /// What the voice provider is told about this genie.
