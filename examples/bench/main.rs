@@ -7,6 +7,12 @@
 //! - `genied-seed --data-dir D --email E --genie ID --leads N --ids-out F`: inserts N leads
 //!   through genied's own db layer (`db::leads::insert`, the triggers and indexes included),
 //!   and writes their ids, shuffled, one a line.
+//! - `scale-seed --data-dir D --email E --users U --leads N --conversations C --genies G
+//!   --documents K --ids-out F`: the scale mode's data (`SCALE=1 compare.sh`): U users (the
+//!   one of `E` and U-1 more), G genies, N leads, C conversations with transcripts and K
+//!   completed documents of generated text (three chunks each, indexed for full-text search),
+//!   shared out round robin between the users; through genied's db layer in transactions of
+//!   20,000 rows. Writes the ids of `E`'s leads to F and prints `{"genie_id", "search"}`.
 //! - `pocketbase-setup --url URL ... --leads N --ids-out F`: creates the user, the `genies`
 //!   and `leads` collections (owner-only rules, the spec's lead fields) and the `lead_stats`
 //!   view through the superuser API, seeds N leads through the batch API, signs the user in,
@@ -62,6 +68,24 @@ enum Cmd {
         genie: String,
         #[arg(long, default_value_t = 100_000)]
         leads: usize,
+        #[arg(long)]
+        ids_out: PathBuf,
+    },
+    ScaleSeed {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        email: String,
+        #[arg(long, default_value_t = 1)]
+        users: usize,
+        #[arg(long, default_value_t = 1_000_000)]
+        leads: usize,
+        #[arg(long, default_value_t = 100_000)]
+        conversations: usize,
+        #[arg(long, default_value_t = 10_000)]
+        genies: usize,
+        #[arg(long, default_value_t = 10_000)]
+        documents: usize,
         #[arg(long)]
         ids_out: PathBuf,
     },
@@ -263,6 +287,328 @@ fn genied_seed(
     Ok(())
 }
 
+/// Words of the generated documents and transcripts: varied enough that a two-word search
+/// matches some documents, not all.
+const WORDS: &[&str] = &[
+    "account",
+    "address",
+    "agent",
+    "answer",
+    "appointment",
+    "available",
+    "balance",
+    "billing",
+    "booking",
+    "budget",
+    "business",
+    "callback",
+    "cancel",
+    "card",
+    "change",
+    "charge",
+    "check",
+    "clinic",
+    "coverage",
+    "customer",
+    "delivery",
+    "deposit",
+    "detail",
+    "discount",
+    "doctor",
+    "document",
+    "email",
+    "estimate",
+    "evening",
+    "exchange",
+    "feature",
+    "fee",
+    "follow",
+    "garden",
+    "guarantee",
+    "holiday",
+    "insurance",
+    "invoice",
+    "kitchen",
+    "language",
+    "lease",
+    "licence",
+    "location",
+    "loyalty",
+    "maintenance",
+    "manager",
+    "meeting",
+    "membership",
+    "menu",
+    "monthly",
+    "morning",
+    "number",
+    "offer",
+    "opening",
+    "order",
+    "package",
+    "parking",
+    "partner",
+    "payment",
+    "permit",
+    "phone",
+    "plan",
+    "policy",
+    "premium",
+    "price",
+    "pricing",
+    "product",
+    "promotion",
+    "property",
+    "quote",
+    "refund",
+    "renewal",
+    "repair",
+    "reservation",
+    "return",
+    "room",
+    "schedule",
+    "season",
+    "service",
+    "shipping",
+    "size",
+    "standard",
+    "storage",
+    "subscription",
+    "support",
+    "table",
+    "tax",
+    "team",
+    "ticket",
+    "trial",
+    "upgrade",
+    "vehicle",
+    "visit",
+    "warranty",
+    "weekend",
+    "window",
+    "year",
+    "the",
+    "a",
+    "of",
+    "for",
+    "with",
+    "and",
+    "our",
+    "your",
+    "is",
+    "are",
+    "can",
+    "will",
+    "be",
+    "on",
+    "in",
+    "to",
+    "please",
+    "ask",
+    "about",
+];
+
+fn sentence(rng: &mut impl rand::Rng, words: usize) -> String {
+    let mut s = String::new();
+    for i in 0..words {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
+    }
+    s.push('.');
+    s
+}
+
+fn paragraph(rng: &mut impl rand::Rng, sentences: usize) -> String {
+    (0..sentences)
+        .map(|_| {
+            let n = rng.gen_range(6..18);
+            sentence(rng, n)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Rows per seeding transaction.
+const SEED_TX: usize = 20_000;
+
+fn seed_in_batches(
+    db: &genied::db::Db,
+    total: usize,
+    what: &str,
+    f: impl Fn(&rusqlite::Transaction, usize) -> anyhow::Result<()> + Sync,
+) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let mut made = 0;
+    while made < total {
+        let n = SEED_TX.min(total - made);
+        db.write_blocking(|c| {
+            for k in made..made + n {
+                f(c, k).map_err(|e| genied::error::ApiError::internal(e.to_string()))?;
+            }
+            Ok(())
+        })
+        .map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+        made += n;
+    }
+    eprintln!("  {total} {what} in {:.1} s", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scale_seed(
+    data_dir: PathBuf,
+    email: &str,
+    users: usize,
+    leads: usize,
+    conversations: usize,
+    genies: usize,
+    documents: usize,
+    ids_out: &PathBuf,
+) -> anyhow::Result<()> {
+    use genied::db;
+    use rand::{Rng, SeedableRng};
+    ensure!(
+        users >= 1 && genies >= users,
+        "need a genie per user at least"
+    );
+    let config = genied::Config::new(data_dir);
+    let db = db::Db::open(&config.db_path())?;
+    let e = email.to_string();
+    let me = db
+        .read_blocking(move |c| Ok(db::users::by_email(c, &e)?))
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .context("no such user")?;
+    let t = Instant::now();
+    let mut user_ids = vec![me.id.clone()];
+    let more = db
+        .write_blocking(|c| {
+            (1..users)
+                .map(|u| {
+                    Ok(db::users::insert(
+                        c,
+                        &format!("scale{u}@example.test"),
+                        Some("Scale"),
+                        db::users::Role::StandardUser,
+                        None,
+                    )?
+                    .id)
+                })
+                .collect::<genied::error::ApiResult<Vec<String>>>()
+        })
+        .map_err(|e| anyhow::anyhow!("users: {e}"))?;
+    user_ids.extend(more);
+    // Genie g belongs to user g % users; a user's records go to its genies in turn.
+    let genie_ids: Vec<String> = (0..genies).map(|_| db::new_id()).collect();
+    seed_in_batches(&db, genies, "genies", |c, g| {
+        let at = db::now();
+        c.prepare_cached(
+            "INSERT INTO genies (id, user_id, name, name_lower, category, description, llm_model, created_at, updated_at)
+             VALUES (?1, ?2, ?3, lower(?3), ?4, ?5, 'gpt-4o-mini', ?6, ?6)",
+        )?
+        .execute(rusqlite::params![
+            genie_ids[g],
+            user_ids[g % users],
+            format!("Genie {g}"),
+            ["Sales", "Support", "Booking", "Other"][g % 4],
+            "generated by the scale benchmark",
+            at
+        ])?;
+        Ok(())
+    })?;
+    let genie_of = |k: usize| {
+        let u = k % users;
+        let per_user = genies / users;
+        &genie_ids[u + users * ((k / users) % per_user)]
+    };
+    seed_in_batches(&db, leads, "leads", |c, k| {
+        let (name, email, phone, status, priority) = lead_values(k);
+        let fields: db::leads::Fields = vec![
+            ("agent_id", SqlValue::from(genie_of(k).clone())),
+            ("user_id", SqlValue::from(user_ids[k % users].clone())),
+            ("name", name.into()),
+            ("email", email.into()),
+            ("phone", phone.into()),
+            ("status", status.to_string().into()),
+            ("priority", priority.to_string().into()),
+        ];
+        db::leads::insert(c, &fields)?;
+        Ok(())
+    })?;
+    seed_in_batches(&db, conversations, "conversations", |c, k| {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(k as u64);
+        let transcript: Vec<db::conversations::Turn> = (0..6)
+            .map(|i| db::conversations::Turn {
+                role: if i % 2 == 0 { "agent" } else { "user" }.into(),
+                message: paragraph(&mut rng, 1),
+                time_in_call_secs: i as f64 * 7.5,
+            })
+            .collect();
+        let started = db::fmt_time(
+            chrono::Utc::now() - chrono::Duration::seconds((conversations - k) as i64 * 60),
+        );
+        db::conversations::insert(
+            c,
+            &db::conversations::NewConversation {
+                user_id: &user_ids[k % users],
+                genie_id: Some(genie_of(k)),
+                external_id: None,
+                channel: "web",
+                status: "done",
+                started_at: &started,
+                duration_seconds: rng.gen_range(20..600),
+                transcript: &transcript,
+                summary: Some(&sentence(&mut rng, 12)),
+                metadata: &json!({}),
+                tags: &json!([]),
+            },
+        )?;
+        Ok(())
+    })?;
+    seed_in_batches(&db, documents, "documents", |c, k| {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1_000_000 + k as u64);
+        let chunks: Vec<String> = (0..3).map(|_| paragraph(&mut rng, 10)).collect();
+        let size: usize = chunks.iter().map(String::len).sum();
+        let title = format!("{} {} {k}", WORDS[k % 97], WORDS[(k / 97) % 97]);
+        let id = db::documents::insert(
+            c,
+            &db::documents::NewDocument {
+                user_id: &user_ids[k % users],
+                name: &title,
+                doc_type: "text",
+                status: "completed",
+                folder_id: None,
+                is_public: false,
+                size_bytes: size as i64,
+                source_url: None,
+                original_hash: None,
+                filename: None,
+                options: &json!({}),
+            },
+        )?;
+        db::documents::replace_chunks(c, &id, &chunks)?;
+        Ok(())
+    })?;
+    let uid = me.id.clone();
+    let ids: Vec<String> = db
+        .read_blocking(move |c| {
+            let mut st = c.prepare("SELECT id FROM leads WHERE user_id = ?1")?;
+            let ids = st
+                .query_map([&uid], |r| r.get::<_, i64>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(ids.into_iter().map(|i| i.to_string()).collect())
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    write_ids(ids_out, ids)?;
+    eprintln!("scale seed: {:.1} s in all", t.elapsed().as_secs_f64());
+    println!(
+        "{}",
+        json!({"genie_id": genie_ids[0], "search": "refund warranty"})
+    );
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn pocketbase_setup(
     url: &str,
@@ -457,6 +803,25 @@ async fn main() -> anyhow::Result<()> {
             leads,
             ids_out,
         } => genied_seed(data_dir, &email, &genie, leads, &ids_out),
+        Cmd::ScaleSeed {
+            data_dir,
+            email,
+            users,
+            leads,
+            conversations,
+            genies,
+            documents,
+            ids_out,
+        } => scale_seed(
+            data_dir,
+            &email,
+            users,
+            leads,
+            conversations,
+            genies,
+            documents,
+            &ids_out,
+        ),
         Cmd::PocketbaseSetup {
             url,
             su_email,

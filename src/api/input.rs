@@ -10,7 +10,7 @@ use crate::error::{ApiError, ApiResult};
 
 /// Decodes any JSON value into `T`, naming the failing member under `root`.
 pub fn parse_value<T: DeserializeOwned>(v: &Value, root: &str) -> ApiResult<T> {
-    serde_path_to_error::deserialize(v.clone()).map_err(|e| {
+    serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         let at = if path == "." {
             root.to_string()

@@ -238,14 +238,27 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         .and_then(|r| r.action(&req.action))
         .ok_or_else(|| ApiError::invalid_action(req.resource, &req.action))?;
     action.access.check(&ctx.principal)?;
-    let reply = (action.handler)(ctx, &req).await?;
-    if action.access.writes() {
+    if !action.access.writes() {
+        return (action.handler)(ctx, &req).await;
+    }
+    // The write that carries the action out may take its audit row into its own
+    // transaction (`db::activities::claim`); otherwise it is written here, after.
+    let pending = db::activities::Pending {
+        user_id: ctx.user_id().to_string(),
+        resource: req.resource,
+        action: req.action.clone(),
+        ip: ctx.ip.clone(),
+    };
+    let (reply, unclaimed) = db::activities::offer(pending, (action.handler)(ctx, &req)).await;
+    let reply = reply?;
+    if unclaimed.is_some() {
         audit(ctx, &req, &reply).await;
     }
     Ok(reply)
 }
 
-/// The shared audit helper: one activity row per successful mutating action.
+/// The shared audit helper: one activity row per successful mutating action whose write did
+/// not record it itself.
 async fn audit(ctx: &Ctx, req: &ActionRequest, reply: &Reply) {
     let record_id = reply
         .record_id

@@ -1,4 +1,5 @@
-//! The audit log: one row per mutating action, written by `api::dispatch` for every resource.
+//! The audit log: one row per mutating action, written by `api::dispatch` for every resource,
+//! or by the write that carries the action out when it claims the row (see [`claim`]).
 
 use crate::db::sql::{Connection, Row, ToSql, params};
 use serde::Serialize;
@@ -115,4 +116,69 @@ pub fn list(
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok((rows, total))
+}
+
+/// The audit row of the action being served, before its record and summary are known.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub user_id: String,
+    pub resource: &'static str,
+    pub action: String,
+    pub ip: Option<String>,
+}
+
+impl Pending {
+    /// Inserts the row inside the caller's transaction.
+    pub fn insert(
+        &self,
+        c: &Connection,
+        record_id: Option<&str>,
+        summary: &str,
+    ) -> rusqlite::Result<()> {
+        insert(
+            c,
+            &NewActivity {
+                user_id: &self.user_id,
+                resource: self.resource,
+                action: &self.action,
+                record_id,
+                summary,
+                ip: self.ip.as_deref(),
+            },
+        )
+    }
+}
+
+/// Where a write action's audit row waits for the write that carries the action out.
+pub type Slot = std::sync::Arc<std::sync::Mutex<Option<Pending>>>;
+
+tokio::task_local! {
+    static PENDING: Slot;
+}
+
+/// Runs `f` with `pending` on offer to [`claim`]. Returns `f`'s output and the audit row when
+/// no write claimed it (the caller then writes it on its own).
+pub async fn offer<F: std::future::Future>(pending: Pending, f: F) -> (F::Output, Option<Pending>) {
+    let slot: Slot = std::sync::Arc::new(std::sync::Mutex::new(Some(pending)));
+    let out = PENDING.scope(slot.clone(), f).await;
+    let left = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+    (out, left)
+}
+
+/// Takes the audit row on offer when it records an action on `resource`, for the write that
+/// carries the action out to insert in its own transaction: the row then commits with the
+/// change it records, in the same commit, instead of in a second transaction of its own.
+/// Must be called on the async side (where the action runs), before `Db::write`.
+pub fn claim(resource: &str) -> Option<Pending> {
+    PENDING
+        .try_with(|slot| {
+            let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.as_ref().is_some_and(|p| p.resource == resource) {
+                slot.take()
+            } else {
+                None
+            }
+        })
+        .ok()
+        .flatten()
 }

@@ -126,6 +126,9 @@ pub struct Filter {
     pub search: Option<String>,
     /// Lower bound on `created_at` (from `dateRange`).
     pub since: Option<String>,
+    /// Keyset position: only leads listed after this `(created_at, id)`, i.e. older, or as
+    /// old with a smaller id (a cursor). Applies to `list`, not to counts.
+    pub after: Option<(String, i64)>,
 }
 
 fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
@@ -193,6 +196,14 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
     if let Some(since) = &f.since {
         w.push("l.created_at >= ?".into());
         p.push(since.clone().into());
+    }
+    if with_status && let Some((at, id)) = &f.after {
+        // The `<=` bound lets the time index start the walk at the cursor instead of at the
+        // newest lead; the rest breaks ties between leads of the same millisecond.
+        w.push("l.created_at <= ? AND (l.created_at < ? OR l.id < ?)".into());
+        p.push(at.clone().into());
+        p.push(at.clone().into());
+        p.push((*id).into());
     }
     let sql = if w.is_empty() {
         String::new()
@@ -287,7 +298,12 @@ pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
 }
 
 /// Matching leads; from `lead_status_counts` when only scope, agent and status filters apply.
+/// A cursor (`after`) does not change the count: it is of every match, as with an offset.
 pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
+    let f = &Filter {
+        after: None,
+        ..f.clone()
+    };
     let (w, p) = where_clause(f, true);
     if counters_apply(f) {
         let sql = format!("SELECT TOTAL(l.n) FROM lead_status_counts l {w}");
@@ -348,17 +364,22 @@ pub struct AgentRef {
     pub id: String,
     pub owner: String,
     pub assigned: bool,
+    pub name: Option<String>,
 }
 
 pub fn agent(c: &Connection, agent_id: &str, user: &str) -> rusqlite::Result<Option<AgentRef>> {
     c.prepare_cached(
-        "SELECT g.id, g.user_id, EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?2)
+        "SELECT g.id, g.user_id, EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?2), g.name
          FROM genies g WHERE g.id = ?1",
     )?
-    .query_row(
-        params![agent_id, user],
-        |r| Ok(AgentRef { id: r.get(0)?, owner: r.get(1)?, assigned: r.get(2)? }),
-    )
+    .query_row(params![agent_id, user], |r| {
+        Ok(AgentRef {
+            id: r.get(0)?,
+            owner: r.get(1)?,
+            assigned: r.get(2)?,
+            name: r.get(3)?,
+        })
+    })
     .optional()
 }
 
@@ -401,6 +422,30 @@ pub const WRITABLE: &[&str] = &[
 ];
 
 pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
+    insert_with(c, fields, "")?;
+    Ok(c.last_insert_rowid())
+}
+
+/// Inserts a lead under `agent` and returns it as stored (`RETURNING`), without reading it
+/// back; `fields` hold `agent_id`, which must be `agent.id`.
+pub fn insert_returning(
+    c: &Connection,
+    fields: &Fields,
+    agent: &AgentRef,
+) -> rusqlite::Result<Lead> {
+    // The columns of `COLS` that live on the row; the genie's name and owner come from `agent`.
+    const RET: &str =
+        " RETURNING id, agent_id, user_id, name, email, phone, status, priority, budget,
+        timeline, address, notes, assigned_to, conversation_id, primary_lead_id, is_decision_maker,
+        preferred_contact_method, preferred_contact_time, metadata, created_at, updated_at,
+        conversation_ref, NULL, NULL, do_not_call";
+    let mut lead = insert_with(c, fields, RET)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    lead.agent = json!({"id": agent.id, "name": agent.name});
+    lead.agent_owner = Some(agent.owner.clone());
+    Ok(lead)
+}
+
+fn insert_with(c: &Connection, fields: &Fields, returning: &str) -> rusqlite::Result<Option<Lead>> {
     let ts = now();
     let mut cols: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
     let mut vals: Vec<SqlValue> = fields.iter().map(|(_, v)| v.clone()).collect();
@@ -409,13 +454,16 @@ pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
     cols.push("updated_at");
     vals.push(ts.into());
     // Cached: compiling an insert also compiles the search and counter triggers.
-    c.prepare_cached(&format!(
-        "INSERT INTO leads ({}) VALUES ({})",
+    let mut st = c.prepare_cached(&format!(
+        "INSERT INTO leads ({}) VALUES ({}){returning}",
         cols.join(", "),
         vec!["?"; cols.len()].join(", ")
-    ))?
-    .execute(params_from_iter(vals))?;
-    Ok(c.last_insert_rowid())
+    ))?;
+    if returning.is_empty() {
+        st.execute(params_from_iter(vals))?;
+        return Ok(None);
+    }
+    st.query_row(params_from_iter(vals), from_row).map(Some)
 }
 
 pub fn update(c: &Connection, id: i64, fields: &Fields) -> rusqlite::Result<()> {

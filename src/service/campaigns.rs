@@ -208,11 +208,16 @@ fn select_leads(c: &Connection, k: &Campaign) -> ApiResult<Vec<leads::Lead>> {
         priority: strs("priority"),
         search: strs("searchTerm"),
         since,
+        after: None,
     };
+    let mut filter = filter;
     let mut out = Vec::new();
     loop {
-        let page = leads::list(c, &filter, 500, out.len() as i64)?;
+        // Keyset pages: each starts after the last lead of the one before, however many of
+        // that page the owner check below kept.
+        let page = leads::list(c, &filter, 500, 0)?;
         let n = page.len();
+        filter.after = page.last().map(|l| (l.created_at.clone(), l.id));
         out.extend(
             page.into_iter()
                 .filter(|l| l.agent_owner.as_deref().is_none_or(|o| o == k.user_id)),

@@ -269,7 +269,16 @@ pub struct Changes {
     pub always_record: bool,
     /// Drop the genie's draft in the same transaction (publish).
     pub clear_draft: bool,
+    /// The summary of the action's audit row, from the saved genie and the version recorded:
+    /// given, the row is written in the change's own transaction (`db::activities::claim`).
+    pub audit_summary: Option<AuditSummary>,
+    /// Renders the changed genie inside the change's transaction (the caller's full object),
+    /// instead of the caller reading it back afterwards; the result is `Applied::rendered`.
+    pub render: Option<Render>,
 }
+
+pub type AuditSummary = Box<dyn FnOnce(&GenieRow, Option<i64>) -> String + Send>;
+pub type Render = Box<dyn FnOnce(&db::sql::Connection, &GenieRow) -> ApiResult<Value> + Send>;
 
 impl Changes {
     pub fn edit(f: impl FnOnce(&mut GenieRow) -> ApiResult<()> + Send + 'static) -> Changes {
@@ -279,6 +288,8 @@ impl Changes {
             note: None,
             always_record: false,
             clear_draft: false,
+            audit_summary: None,
+            render: None,
         }
     }
     /// Makes a version's configuration (documents included) the genie's.
@@ -293,6 +304,8 @@ impl Changes {
             note: Some(note),
             always_record: true,
             clear_draft: false,
+            audit_summary: None,
+            render: None,
         }
     }
 }
@@ -302,6 +315,8 @@ impl Changes {
 pub struct Applied {
     pub row: GenieRow,
     pub version: Option<i64>,
+    /// What `Changes::render` made, when given.
+    pub rendered: Option<Value>,
 }
 
 /// Applies a change to the live genie: edits the row under the genie's lock, pushes the
@@ -317,7 +332,7 @@ pub async fn apply(
 ) -> ApiResult<Applied> {
     let _guard = crate::knowledge::agents::lock_genie(genie_id).await;
     let (id, owner_docs) = (genie_id.to_string(), changes.documents.clone());
-    let (old, docs, new_docs) = app
+    let (old, docs, new_docs, provider) = app
         .db
         .read(move |c| {
             let g = repo::find(c, &id)?.ok_or_else(ApiError::agent_not_found)?;
@@ -326,14 +341,17 @@ pub async fn apply(
                 Some(ids) => db::genie_versions::attachable(c, &g.user_id, ids)?,
                 None => docs.clone(),
             };
-            Ok((g, docs, new_docs))
+            // Read here rather than by `agents::voice_for`: one trip to the read pool.
+            let provider = db::genie_providers::get(c, &id)?.provider;
+            Ok((g, docs, new_docs, provider))
         })
         .await?;
     let mut row = old.clone();
     (changes.edit)(&mut row)?;
     row.updated_at = db::now();
-    // The genie's own platform, with its copies of the documents there.
-    let voice = crate::knowledge::agents::voice_for(app, genie_id).await?;
+    // The genie's own platform (read with the genie above), with its copies of the
+    // documents there.
+    let voice = app.voice.named(provider.as_deref())?.clone();
     let (new_kb, _) = crate::knowledge::agents::kb_for(app, &voice, &new_docs).await?;
     let (old_kb, _) = crate::knowledge::agents::kb_for(app, &voice, &docs).await?;
     let new_spec = agent_spec(&row, new_kb);
@@ -346,7 +364,11 @@ pub async fn apply(
     let after = genie_versions::config_of(&row, &new_docs);
     let (r, by) = (row.clone(), by.to_string());
     let (relink, clear_draft) = (changes.documents.is_some(), changes.clear_draft);
-    let version = app
+    let audit = changes
+        .audit_summary
+        .and_then(|f| db::activities::claim("genies").map(|a| (a, f)));
+    let render = changes.render;
+    let (version, rendered) = app
         .db
         .write(move |c| {
             if let Some(slug) = &r.page_slug
@@ -366,7 +388,7 @@ pub async fn apply(
             if clear_draft {
                 db::genie_versions::delete_draft(c, &r.id)?;
             }
-            genie_versions::record(
+            let version = genie_versions::record(
                 c,
                 &r.id,
                 Some(&before),
@@ -374,10 +396,19 @@ pub async fn apply(
                 Some(&by),
                 changes.note.as_deref(),
                 changes.always_record,
-            )
+            )?;
+            if let Some((a, summary)) = audit {
+                a.insert(c, Some(&r.id), &summary(&r, version))?;
+            }
+            let rendered = render.map(|f| f(c, &r)).transpose()?;
+            Ok((version, rendered))
         })
         .await?;
-    Ok(Applied { row, version })
+    Ok(Applied {
+        row,
+        version,
+        rendered,
+    })
 }
 
 /// What the voice provider is told about this genie.

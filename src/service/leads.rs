@@ -27,13 +27,13 @@ pub fn load(c: &Connection, p: &Principal, id: i64, write: bool) -> ApiResult<Le
 }
 
 /// Checks the agent a lead is put under: it exists (else `AGENT_NOT_FOUND`) and a
-/// non-admin owns it (else `FORBIDDEN`). Returns its owner.
-fn check_agent(c: &Connection, p: &Principal, agent_id: &str) -> ApiResult<String> {
+/// non-admin owns it (else `FORBIDDEN`).
+fn check_agent(c: &Connection, p: &Principal, agent_id: &str) -> ApiResult<repo::AgentRef> {
     let a = repo::agent(c, agent_id, &p.user_id)?.ok_or_else(ApiError::agent_not_found)?;
     if !p.is_admin() && a.owner != p.user_id {
         return Err(ApiError::forbidden("you do not own this agent"));
     }
-    Ok(a.owner)
+    Ok(a)
 }
 
 /// A supplied `user_id`: a non-admin may name only themself; the user must exist.
@@ -69,7 +69,8 @@ fn check_primary(
 
 /// Creates a lead under the agent `agent_id` from checked `fields`. Its user is `user_id`
 /// when given (a non-admin may name only themself), else the agent's owner, else the caller.
-/// Logs `created` and emits `lead.created`.
+/// Logs `created` and emits `lead.created`. When it carries out a `leads` action, the
+/// action's audit row is written in the same transaction.
 pub async fn create(
     app: &AppState,
     p: &Principal,
@@ -79,36 +80,48 @@ pub async fn create(
     primary_lead_id: Option<i64>,
 ) -> ApiResult<Lead> {
     let (p, supplied) = (p.clone(), user_id);
+    let audit = crate::db::activities::claim("leads");
     let lead = app
         .db
         .write(move |c| {
             if let Some(u) = &supplied {
                 check_user(c, &p, u)?;
             }
-            let owner = check_agent(c, &p, &agent_id)?;
+            let agent = check_agent(c, &p, &agent_id)?;
             check_primary(c, &p, primary_lead_id, None)?;
             // user_id: the supplied one, then the agent's owner, then the caller.
             let user_id = supplied
-                .or(Some(owner))
+                .or(Some(agent.owner.clone()))
                 .filter(|o| !o.is_empty())
                 .unwrap_or_else(|| p.user_id.clone());
             fields.push(("agent_id", agent_id.into()));
             fields.push(("user_id", user_id.into()));
-            let id = repo::insert(c, &fields)?;
+            let lead = repo::insert_returning(c, &fields, &agent)?;
             repo::log(
                 c,
-                id,
+                lead.id,
                 Some(&p.user_id),
                 "created",
                 Some("Lead created"),
                 None,
             )?;
-            Ok(repo::get(c, id)?.expect("row just inserted"))
+            if let Some(a) = audit {
+                a.insert(c, Some(&lead.id.to_string()), &created_summary(&lead))?;
+            }
+            Ok(lead)
         })
         .await?;
     app.bus
         .emit(Event::new("lead.created", &lead.user_id, json!(lead)));
     Ok(lead)
+}
+
+/// The audit summary of a lead's creation.
+pub fn created_summary(lead: &Lead) -> String {
+    match &lead.name {
+        Some(n) => format!("created lead {n}"),
+        None => format!("created lead #{}", lead.id),
+    }
 }
 
 /// Updates a lead `p` may write with checked `fields`, moving it to `agent_id` or `user_id`
@@ -125,6 +138,7 @@ pub async fn update(
 ) -> ApiResult<Lead> {
     let p = p.clone();
     let changed_by = p.user_id.clone();
+    let audit = crate::db::activities::claim("leads");
     let (before, after) = app
         .db
         .write(move |c| {
@@ -157,6 +171,9 @@ pub async fn update(
                     )),
                     Some(&json!({"from": from, "to": to, "changed_by": p.user_id})),
                 )?;
+            }
+            if let Some(a) = audit {
+                a.insert(c, Some(&id.to_string()), &format!("updated lead #{id}"))?;
             }
             Ok((before, after))
         })

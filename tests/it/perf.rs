@@ -194,3 +194,260 @@ async fn a_panicking_write_changes_nothing_and_the_writer_goes_on() {
     assert_eq!(me.ok(200)["profile"]["id"], Value::String(user.id.clone()));
     assert_eq!(app.count("users").await, 1);
 }
+
+async fn exec(app: &TestApp, sql: &'static str) {
+    app.state
+        .db
+        .write(move |c| Ok(c.execute_batch(sql)?))
+        .await
+        .unwrap();
+}
+
+/// The audit rows of `resource` `action`, as `(record_id, summary)`.
+async fn audit_rows(
+    app: &TestApp,
+    resource: &'static str,
+    action: &'static str,
+) -> Vec<(String, String)> {
+    app.state
+        .db
+        .read(move |c| {
+            let mut st = c.prepare(
+                "SELECT record_id, summary FROM activities WHERE resource = ?1 AND action = ?2 ORDER BY created_at",
+            )?;
+            let rows = st
+                .query_map([resource, action], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+        .await
+        .unwrap()
+}
+
+/// The hot writes (lead create, update, delete; genie update) write their audit row in their
+/// own transaction: when the audit row cannot be written, the change is not made either (and
+/// the client hears so), where a second transaction would have kept the change unaudited.
+#[tokio::test]
+async fn the_audit_row_commits_with_the_write_it_records() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "Before").await;
+    let made = app
+        .call(
+            &u.token,
+            "leads",
+            "create",
+            None,
+            json!({"agent_id": g, "name": "Kept"}),
+        )
+        .await;
+    let kept = made.ok(201)["lead"]["id"].as_i64().unwrap();
+    assert_eq!(
+        audit_rows(&app, "leads", "create").await,
+        vec![(kept.to_string(), "created lead Kept".to_string())]
+    );
+
+    exec(
+        &app,
+        "CREATE TRIGGER refuse_audit BEFORE INSERT ON activities
+         BEGIN SELECT RAISE(ABORT, 'audit refused'); END;",
+    )
+    .await;
+    let (leads, logs) = (app.count("leads").await, app.count("lead_activities").await);
+    app.call(
+        &u.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": g, "name": "Lost"}),
+    )
+    .await
+    .err(500, "INTERNAL_ERROR");
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(kept)),
+        json!({"status": "qualified"}),
+    )
+    .await
+    .err(500, "INTERNAL_ERROR");
+    app.call(&u.token, "leads", "delete", Some(json!(kept)), json!({}))
+        .await
+        .err(500, "INTERNAL_ERROR");
+    app.call(
+        &u.token,
+        "genies",
+        "update",
+        Some(json!(g)),
+        json!({"name": "After"}),
+    )
+    .await
+    .err(500, "INTERNAL_ERROR");
+    assert_eq!(app.count("leads").await, leads, "no lead made or deleted");
+    assert_eq!(
+        app.count("lead_activities").await,
+        logs,
+        "no lead log written"
+    );
+    let lead = app
+        .call(&u.token, "leads", "get", Some(json!(kept)), json!({}))
+        .await;
+    assert_eq!(
+        lead.ok(200)["lead"]["status"],
+        "new",
+        "the update was rolled back"
+    );
+    let genie = app
+        .call(&u.token, "genies", "get", Some(json!(g)), json!({}))
+        .await;
+    assert_eq!(
+        genie.ok(200)["genie"]["name"],
+        "Before",
+        "the genie update was rolled back"
+    );
+
+    exec(&app, "DROP TRIGGER refuse_audit;").await;
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(kept)),
+        json!({"status": "qualified"}),
+    )
+    .await
+    .ok(200);
+    app.call(
+        &u.token,
+        "genies",
+        "update",
+        Some(json!(g)),
+        json!({"name": "After"}),
+    )
+    .await
+    .ok(200);
+    app.call(&u.token, "leads", "delete", Some(json!(kept)), json!({}))
+        .await
+        .ok(200);
+    assert_eq!(
+        audit_rows(&app, "leads", "update").await,
+        vec![(kept.to_string(), format!("updated lead #{kept}"))]
+    );
+    assert_eq!(
+        audit_rows(&app, "leads", "delete").await,
+        vec![(kept.to_string(), "deleted lead Kept".to_string())]
+    );
+    assert_eq!(
+        audit_rows(&app, "genies", "update").await,
+        vec![(g.clone(), "updated genie 'After' (version 1)".to_string())]
+    );
+    // Every other write action still leaves its row after the fact, as before.
+    let key = app
+        .call(&u.token, "api-keys", "create", None, json!({"name": "k"}))
+        .await;
+    let key_id = key.ok(201)["api_key"]["id"].as_str().unwrap().to_string();
+    assert_eq!(audit_rows(&app, "api-keys", "create").await.len(), 1);
+    assert_eq!(audit_rows(&app, "api-keys", "create").await[0].0, key_id);
+}
+
+/// `leads all` with `data.cursor` (keyset pagination) walks every match exactly once in the
+/// offset order, also through leads of the same millisecond, is not shifted by a lead made
+/// meanwhile, and leaves the offset form as it was; a foreign or mixed request is refused.
+#[tokio::test]
+async fn leads_cursor_pages_walk_every_match_once() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let (uid, gid) = (u.id.clone(), g.clone());
+    // Nine qualified leads over three milliseconds (three apiece), and others between.
+    app.state
+        .db
+        .write(move |c| {
+            for k in 0..12 {
+                let status = if k % 4 == 3 { "new" } else { "qualified" };
+                let at = format!("2026-01-01T00:00:00.00{}Z", k / 4);
+                c.execute(
+                    "INSERT INTO leads (agent_id, user_id, name, status, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                    rusqlite::params![gid, uid, format!("L{k}"), status, at],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let all = |data: Value| app.call(&u.token, "leads", "all", None, data);
+    let ids = |r: &Value| -> Vec<i64> {
+        r["leads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["id"].as_i64().unwrap())
+            .collect()
+    };
+    let by_offset = all(json!({"filters": {"status": "qualified"}, "limit": 500})).await;
+    let expected = ids(by_offset.ok(200));
+    assert_eq!(expected.len(), 9);
+    assert_eq!(by_offset.data()["nextCursor"], Value::Null);
+
+    let mut walked = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut data = json!({"filters": {"status": "qualified"}, "limit": 4});
+        if let Some(c) = &cursor {
+            data["cursor"] = json!(c);
+        }
+        let page = all(data).await;
+        let d = page.ok(200).clone();
+        // Of every match, on every page: the lead made after the first page counts too.
+        let matches = if pages == 0 { 9 } else { 10 };
+        assert_eq!(d["count"], matches);
+        assert_eq!(d["limit"], 4);
+        walked.extend(ids(&d));
+        pages += 1;
+        if pages == 1 {
+            // Made after the first page was read: newer than everything, so not in the walk.
+            app.call(
+                &u.token,
+                "leads",
+                "create",
+                None,
+                json!({"agent_id": g, "status": "qualified"}),
+            )
+            .await
+            .ok(201);
+        }
+        match d["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+        assert!(pages < 10, "the walk ends");
+    }
+    assert_eq!(walked, expected, "every match once, in the offset order");
+    assert_eq!(pages, 3, "4 + 4 + 1");
+
+    // The offset form is unchanged, and says where the next page starts.
+    let second = all(json!({"filters": {"status": "qualified"}, "limit": 4, "offset": 6})).await;
+    let d = second.ok(200).clone();
+    assert_eq!(d["offset"], 6);
+    assert_eq!(ids(&d), expected[5..9].to_vec(), "the new lead comes first");
+    assert_eq!(d["nextCursor"], Value::Null, "the last page");
+    all(json!({"cursor": "bm90IGEgY3Vyc29y"}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+    all(json!({"cursor": "!!"}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+    let c = cursor_of(&all(json!({"limit": 1})).await);
+    all(json!({"cursor": c, "offset": 2}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+}
+
+fn cursor_of(r: &Resp) -> String {
+    r.ok(200)["nextCursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string()
+}

@@ -182,13 +182,23 @@ pub(super) async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         body.primary_lead_id.flatten(),
     )
     .await?;
-    let summary = format!(
-        "created lead {}",
-        lead.name.clone().unwrap_or_else(|| format!("#{}", lead.id))
-    );
-    Ok(Reply::created(json!({"lead": lead}))
+    // Serialized once, straight from the typed lead (the audit row is already written in
+    // the create's transaction; record and summary serve only if it was not).
+    let mut reply = Reply::rendered(&json_lead(&lead))?
         .record(lead.id.to_string())
-        .summary(summary))
+        .summary(service::created_summary(&lead));
+    reply.status = axum::http::StatusCode::CREATED;
+    Ok(reply)
+}
+
+/// `{"lead": lead}`, as `Reply::rendered` serializes it.
+#[derive(serde::Serialize)]
+struct JsonLead<'a> {
+    lead: &'a repo::Lead,
+}
+
+fn json_lead(lead: &repo::Lead) -> JsonLead<'_> {
+    JsonLead { lead }
 }
 
 pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -221,18 +231,23 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 pub(super) async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.int_id()?;
     let p = ctx.principal.clone();
-    let lead = ctx
+    let audit = crate::db::activities::claim("leads");
+    let summary = ctx
         .db()
         .write(move |c| {
             let lead = load(c, &p, id, true)?;
             repo::delete(c, id)?;
-            Ok(lead)
+            let label = lead.name.clone().unwrap_or_else(|| format!("#{id}"));
+            let summary = format!("deleted lead {label}");
+            if let Some(a) = audit {
+                a.insert(c, Some(&id.to_string()), &summary)?;
+            }
+            Ok(summary)
         })
         .await?;
-    let label = lead.name.clone().unwrap_or_else(|| format!("#{id}"));
     Ok(
         Reply::ok(json!({"message": format!("Lead {id} deleted permanently")}))
             .record(id.to_string())
-            .summary(format!("deleted lead {label}")),
+            .summary(summary),
     )
 }

@@ -1,5 +1,7 @@
 //! `stats`, `all`, `list` and `get`.
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -31,6 +33,8 @@ struct ListReq {
     filters: Option<FiltersIn>,
     limit: Option<i64>,
     offset: Option<i64>,
+    /// Keyset pagination: `nextCursor` of the previous page (instead of `offset`).
+    cursor: Option<String>,
     #[serde(rename = "adminMode")]
     admin_mode: Option<bool>,
     #[serde(rename = "userId")]
@@ -50,6 +54,10 @@ struct LeadPage<'a> {
     count: i64,
     limit: i64,
     offset: i64,
+    /// The cursor of the next page (the same filters, from the lead after this page's last),
+    /// or null when this page is the last.
+    #[serde(rename = "nextCursor")]
+    next_cursor: Option<String>,
 }
 
 pub(super) async fn stats(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -63,31 +71,71 @@ pub(super) async fn stats(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 /// Full leads, with the page's `limit` and `offset`.
 pub(super) async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    let (leads, count, limit, offset) = page_of(ctx, req).await?;
+    let (leads, count, limit, offset, next_cursor) = page_of(ctx, req).await?;
     Reply::rendered(&LeadPage {
         leads: &leads,
         count,
         limit,
         offset,
+        next_cursor,
     })
 }
 
 /// Lead summaries.
 pub(super) async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    let (leads, count, _, _) = page_of(ctx, req).await?;
+    let (leads, count, _, _, _) = page_of(ctx, req).await?;
     let leads: Vec<Value> = leads.iter().map(Lead::summary).collect();
     Ok(Reply::ok(json!({"leads": leads, "count": count})))
 }
 
-async fn page_of(ctx: &Ctx, req: &ActionRequest) -> ApiResult<(Vec<Lead>, i64, i64, i64)> {
+/// One page: the leads, the count of every match, the applied limit and offset, and the
+/// cursor of the next page.
+type Page = (Vec<Lead>, i64, i64, i64, Option<String>);
+
+async fn page_of(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Page> {
     let q: ListReq = req.data()?;
     let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
-    let f = filter(ctx, req).await?;
-    let (leads, count) = ctx
+    let after = match q.cursor.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+        Some(_) if offset > 0 => {
+            return Err(ApiError::validation(
+                "data.cursor and data.offset cannot be used together",
+            ));
+        }
+        Some(c) => Some(decode_cursor(c)?),
+        None => None,
+    };
+    let mut f = filter(ctx, req).await?;
+    f.after = after;
+    let (mut leads, count) = ctx
         .db()
-        .read(move |c| Ok((repo::list(c, &f, limit, offset)?, repo::count(c, &f)?)))
+        .read(move |c| Ok((repo::list(c, &f, limit + 1, offset)?, repo::count(c, &f)?)))
         .await?;
-    Ok((leads, count, limit, offset))
+    // One lead more than the page tells whether there is a next page.
+    let next = if leads.len() as i64 > limit {
+        leads.truncate(limit as usize);
+        leads.last().map(encode_cursor)
+    } else {
+        None
+    };
+    Ok((leads, count, limit, offset, next))
+}
+
+/// Opaque to clients: the listing order's key of the last lead of a page.
+fn encode_cursor(l: &Lead) -> String {
+    URL_SAFE_NO_PAD.encode(format!("l1:{}:{}", l.id, l.created_at))
+}
+
+fn decode_cursor(c: &str) -> ApiResult<(String, i64)> {
+    let bad = || ApiError::validation("data.cursor is not a cursor returned by this service");
+    let raw = URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
+    let s = String::from_utf8(raw).map_err(|_| bad())?;
+    let (id, at) = s
+        .strip_prefix("l1:")
+        .and_then(|r| r.split_once(':'))
+        .ok_or_else(bad)?;
+    let id = id.parse::<i64>().map_err(|_| bad())?;
+    chrono::DateTime::parse_from_rfc3339(at).map_err(|_| bad())?;
+    Ok((at.to_string(), id))
 }
 
 pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -150,5 +198,6 @@ async fn filter(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Filter> {
         priority: f.priority,
         search,
         since,
+        after: None,
     })
 }

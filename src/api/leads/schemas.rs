@@ -44,6 +44,7 @@ pub(super) fn schema_leads_list_req(g: &mut SchemaGenerator) -> Schema {
             "filters": filters,
             "limit": {"type": "integer"},
             "offset": {"type": "integer"},
+            "cursor": {"type": "string", "description": "nextCursor of the previous page (keyset pagination); not with offset"},
             "adminMode": {"type": "boolean"},
             "userId": {"type": "string"},
         }}),

@@ -520,7 +520,11 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
         ("knowledge-base", "detach") => counted("detachedCount"),
         ("knowledge-base", "replace") => counted("replacedCount"),
         ("leads", "stats") => one("stats", "LeadStats"),
-        ("leads", "all") => page("leads", r("Lead"), "count"),
+        ("leads", "all") => object(
+            &["leads", "count", "limit", "offset", "nextCursor"],
+            json!({"leads": arr(r("Lead")), "count": count(), "limit": count(),
+                "offset": count(), "nextCursor": n("string")}),
+        ),
         ("leads", "list") => object(
             &["leads", "count"],
             json!({"leads": arr(r("LeadSummary")), "count": count()}),

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The scale mode of the benchmark (`SCALE=1 examples/bench/compare.sh` runs this): genied's
+# reads at 100,000 and at 1,000,000 leads, with the data of one user or spread over 100 users.
+#
+#   examples/bench/scale.sh
+#   SCALE_LEADS="1000000" SCALE_USERS="1" DURATION=5 SKIP_BUILD=1 examples/bench/scale.sh
+#
+# For each size N (SCALE_LEADS, default "100000 1000000") and user count U (SCALE_USERS,
+# default "1 100"), on a fresh data directory: N leads, N/10 conversations, N/100 genies and
+# N/100 documents of generated text (three chunks each, full-text indexed), shared out round
+# robin between U users, seeded through genied's db layer (examples/bench scale-seed). Then,
+# as the first user (who has N/U leads), one client at a time (examples/loadgen, concurrency
+# 1, so the mean latency is 1/rate): lead get, lead `all` by status (page 50), the same page
+# deep by offset (N/U/8) and by cursor (at the same depth), lead `stats`, genies `all` (page
+# 50), documents `search`, conversations `all` (page 50); idle RSS, peak RSS under 64 clients
+# getting leads, exec-to-ready, `admin backup` time, database size.
+# Prints one table; raw results stay in $OUT. Every process it starts is stopped on exit.
+set -euo pipefail
+
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-1}
+SCALE_LEADS=${SCALE_LEADS:-"100000 1000000"}
+SCALE_USERS=${SCALE_USERS:-"1 100"}
+PORT=${GENIED_PORT:-18080}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/genied-scale.XXXXXX")
+OUT=${OUT:-$WORK/results}
+mkdir -p "$OUT"
+PIDS=()
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  [[ "${KEEP:-0}" == 1 ]] || rm -rf "$WORK/data"
+  rm -f "$WORK/backup.db"
+}
+trap cleanup EXIT INT TERM
+
+say() { printf '\n== %s\n' "$*" >&2; }
+json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+stop() {
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+rss_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+  say "building genied (release)"
+  (cd "$ROOT" && cargo build --release --bin genied --example bench --example loadgen)
+fi
+GENIED=$TARGET/release/genied
+BENCH=$TARGET/release/examples/bench
+LOADGEN=$TARGET/release/examples/loadgen
+EMAIL=bench@example.test
+PASSWORD=Vq7t-k3Lw-pass-9xRz-perf
+G=http://127.0.0.1:$PORT
+
+start_genied() { # data-dir log-name
+  "$BENCH" start --ready-url "$G/readyz" --log "$WORK/genied-$2.log" -- \
+    "$GENIED" --data-dir "$1" serve --listen "127.0.0.1:$PORT" \
+    --rate-limit-per-minute 0 --session-rate-limit-per-minute 0
+}
+
+for users in $SCALE_USERS; do
+  for leads in $SCALE_LEADS; do
+    tag="n$leads.u$users"
+    say "$leads leads, $((leads / 10)) conversations, $((leads / 100)) genies, $((leads / 100)) documents; $users user(s)"
+    D=$WORK/data; rm -rf "$D"
+    S=$(start_genied "$D" "$tag-first"); PID=$(json "['pid']" <<<"$S"); PIDS+=("$PID")
+    "$GENIED" --data-dir "$D" --log-level warn admin create-user --email "$EMAIL" --password "$PASSWORD" >/dev/null
+    SETUP=$("$BENCH" genied-setup --url "$G" --email "$EMAIL" --password "$PASSWORD")
+    TOKEN=$(json "['token']" <<<"$SETUP")
+    stop "$PID"
+    t0=$(date +%s.%N)
+    SEED=$("$BENCH" scale-seed --data-dir "$D" --email "$EMAIL" --users "$users" --leads "$leads" \
+      --conversations $((leads / 10)) --genies $((leads / 100)) --documents $((leads / 100)) \
+      --ids-out "$WORK/ids")
+    seed_s=$(python3 -c "import time,sys; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+    SEARCH=$(json "['search']" <<<"$SEED")
+    S=$(start_genied "$D" "$tag"); PID=$(json "['pid']" <<<"$S"); PIDS+=("$PID")
+    READY=$(json "['ready_ms']" <<<"$S")
+    sleep 1
+    IDLE=$(rss_kb "$PID" VmRSS)
+    mine=$(wc -l <"$WORK/ids")
+    deep=$(( mine / 4 / 8 / 50 * 50 )) # a status has a quarter of the leads; N/U/8 of them deep
+    AUTH=(--header "authorization: Bearer $TOKEN")
+    CURSOR=$(curl -sf "$G/v1" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \
+      -d "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"offset\":$(( deep > 50 ? deep - 50 : 0 ))}}" \
+      | json "['data']['nextCursor']")
+    run() { # name body
+      "$LOADGEN" --name "$1" --concurrency 1 --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
+        --out "$OUT/$1.$tag.json" "${AUTH[@]}" --url "$G/v1" --method POST --body "$2" "${@:3}" >/dev/null
+    }
+    run get '{"resource":"leads","action":"get","id":{id}}' --ids "$WORK/ids"
+    run list '{"resource":"leads","action":"all","data":{"filters":{"status":"qualified"},"limit":50}}'
+    run offset "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"offset\":$deep}}"
+    run cursor "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"cursor\":\"$CURSOR\"}}"
+    run stats '{"resource":"leads","action":"stats"}'
+    run genies '{"resource":"genies","action":"all","data":{"limit":50}}'
+    run search "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"$SEARCH\"}}"
+    run conversations '{"resource":"conversations","action":"all","data":{"limit":50}}'
+    "$LOADGEN" --name peak --concurrency 64 --duration-secs "$DURATION" --warmup-secs 0 "${AUTH[@]}" \
+      --url "$G/v1" --method POST --ids "$WORK/ids" --out "$OUT/peak.$tag.json" \
+      --body '{"resource":"leads","action":"get","id":{id}}' >/dev/null
+    PEAK=$(rss_kb "$PID" VmHWM)
+    rm -f "$WORK/backup.db"
+    t0=$(date +%s.%N)
+    if "${BACKUP_BIN:-$GENIED}" --data-dir "$D" --log-level warn admin backup --out "$WORK/backup.db" >/dev/null; then
+      backup_s=$(python3 -c "import time,sys; print(f'{time.time() - float(sys.argv[1]):.2f}')" "$t0")
+    else
+      backup_s=null
+    fi
+    stop "$PID"
+    DB_BYTES=$(stat -c %s "$D/genied.db")
+    cat >"$OUT/footprint.$tag.json" <<EOF
+{"leads": $leads, "users": $users, "leads_of_user": $mine, "deep_offset": $deep, "idle_rss_kb": $IDLE,
+ "peak_rss_kb": $PEAK, "ready_ms": $READY, "backup_s": $backup_s, "seed_s": $seed_s, "db_bytes": $DB_BYTES}
+EOF
+  done
+done
+
+python3 - "$OUT" "$SCALE_LEADS" "$SCALE_USERS" "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$DURATION" <<'EOF'
+import json, os, sys
+out, sizes, users, load0, load1, dur = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5], sys.argv[6]
+backup = lambda f: "–" if f["backup_s"] is None else f"{f['backup_s']} s"
+names = ["get", "list", "offset", "cursor", "stats", "genies", "search", "conversations"]
+print()
+print("Mean latency, one client (examples/loadgen, concurrency 1):")
+print()
+print("| leads | users | user's leads | lead get | all 50 by status | deep by offset | deep by cursor | stats | genies all 50 | documents search | conversations all 50 |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for u in users:
+    for n in sizes:
+        tag = f"n{n}.u{u}"
+        f = json.load(open(os.path.join(out, f"footprint.{tag}.json")))
+        cells = []
+        for s in names:
+            r = json.load(open(os.path.join(out, f"{s}.{tag}.json")))
+            err = f" ({r['errors']} errors)" if r["errors"] else ""
+            cells.append(f"{1000 / r['rps'] * 1000:.0f} µs{err}" if r["rps"] else "–")
+        print(f"| {int(n):,} | {u} | {f['leads_of_user']:,} (deep: offset {f['deep_offset']:,}) | " + " | ".join(cells) + " |")
+print()
+print("| leads | users | idle RSS | peak RSS (64 clients) | exec to ready | admin backup | database file (all tables) | seeding |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+for u in users:
+    for n in sizes:
+        f = json.load(open(os.path.join(out, f"footprint.n{n}.u{u}.json")))
+        print(f"| {int(n):,} | {u} | {f['idle_rss_kb'] / 1024:.1f} MB | {f['peak_rss_kb'] / 1024:.1f} MB | {f['ready_ms']:.0f} ms | "
+              f"{backup(f)} | {f['db_bytes'] / 1e6:.0f} MB | {f['seed_s']} s |")
+print(f"\n{os.cpu_count()} CPUs, load average {load0} at start, {load1} at end; {dur} s per run; raw results in {out}")
+EOF
