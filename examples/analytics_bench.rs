@@ -8,8 +8,8 @@
 
 use std::time::Instant;
 
-use genied::db::{self, users::Role};
 use genied::db::sql::params_from_iter;
+use genied::db::{self, users::Role};
 use rusqlite::types::Value as SqlValue;
 use serde_json::{Value, json};
 

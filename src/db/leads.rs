@@ -128,7 +128,8 @@ pub struct Filter {
     pub since: Option<String>,
 }
 
-fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
+/// `pg`: on PostgreSQL, where a trigram index (pg_trgm) serves `ILIKE` itself.
+fn where_clause(f: &Filter, with_status: bool, pg: bool) -> (String, Vec<SqlValue>) {
     let mut w: Vec<String> = Vec::new();
     let mut p: Vec<SqlValue> = Vec::new();
     match &f.scope {
@@ -162,7 +163,7 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
         p.push(s.clone().into());
     }
     if let Some(term) = &f.search {
-        if term.chars().count() >= 3 {
+        if term.chars().count() >= 3 && !pg {
             // The trigram index keeps which trigrams a lead has, not where (detail=none): it
             // finds the leads that have every trigram of the term, and the row is then checked
             // for the term itself, case-insensitively as the index folds case. Leads not
@@ -266,7 +267,7 @@ pub fn register_functions(c: &rusqlite::Connection) -> rusqlite::Result<()> {
 /// search or date filters it is one aggregate pass over the matching index entries (no rows
 /// loaded, no sort). The status filter does not apply to stats.
 pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
-    let (w, p) = where_clause(f, false);
+    let (w, p) = where_clause(f, false, c.is_postgres());
     let (table, n) = if counters_apply(f) {
         ("lead_status_counts", "l.n")
     } else {
@@ -288,7 +289,7 @@ pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
 
 /// Matching leads; from `lead_status_counts` when only scope, agent and status filters apply.
 pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
-    let (w, p) = where_clause(f, true);
+    let (w, p) = where_clause(f, true, c.is_postgres());
     if counters_apply(f) {
         let sql = format!("SELECT TOTAL(l.n) FROM lead_status_counts l {w}");
         return c.prepare_cached(&sql)?.query_row(params_from_iter(p), |r| {
@@ -306,7 +307,7 @@ fn counters_apply(f: &Filter) -> bool {
 
 /// One page, most recent first.
 pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Result<Vec<Lead>> {
-    let (w, mut p) = where_clause(f, true);
+    let (w, mut p) = where_clause(f, true, c.is_postgres());
     p.push(limit.into());
     p.push(offset.into());
     // The page's ids come from the indexes alone; only those rows are read.
@@ -408,13 +409,20 @@ pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
     vals.push(ts.clone().into());
     cols.push("updated_at");
     vals.push(ts.into());
-    // Cached: compiling an insert also compiles the search and counter triggers.
-    c.prepare_cached(&format!(
+    let sql = format!(
         "INSERT INTO leads ({}) VALUES ({})",
         cols.join(", "),
         vec!["?"; cols.len()].join(", ")
-    ))?
-    .execute(params_from_iter(vals))?;
+    );
+    if c.is_postgres() {
+        return c.query_row(
+            &format!("{sql} RETURNING id"),
+            params_from_iter(vals),
+            |r| r.get(0),
+        );
+    }
+    // Cached: compiling an insert also compiles the search and counter triggers.
+    c.prepare_cached(&sql)?.execute(params_from_iter(vals))?;
     Ok(c.last_insert_rowid())
 }
 

@@ -10,6 +10,7 @@ pub mod documents;
 pub mod fakes;
 pub mod fixtures;
 pub mod oidc_provider;
+pub mod postgres;
 pub mod process;
 
 use genied::Config;
@@ -107,6 +108,11 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     // The service runs in this test process; uploaded files are read by the real genied
     // binary in a child process, as under `genied serve`.
     c.extract_exe = Some(env!("CARGO_BIN_EXE_genied").into());
+    // `GENIED_TEST_DATABASE=postgres`: every app gets a database of its own on the test
+    // process's PostgreSQL cluster (.ci/run runs the suite both ways).
+    if postgres::enabled() {
+        c.database_url = Some(genied::config::DatabaseUrl::Postgres(postgres::database()));
+    }
     c
 }
 
