@@ -191,6 +191,10 @@ fn start() -> Result<Cluster, String> {
             "full_page_writes=off",
         ])
         .args(["-c", "max_connections=400", "-c", "shared_buffers=32MB"])
+        // Every test makes a database (~8 MB, copied through the WAL): keep the WAL small
+        // on a disk shared with builds.
+        .args(["-c", "max_wal_size=64MB", "-c", "min_wal_size=32MB"])
+        .args(["-c", "wal_level=minimal", "-c", "max_wal_senders=0"])
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
         .stderr(log)
