@@ -51,8 +51,13 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
     std::fs::create_dir_all(config.documents_dir())?;
     let documents = crate::document_store::DocumentStore::open(&config)?;
     let secrets = Secrets::load_or_create(&config.secrets_dir())?;
-    let db = Db::open_with(&config.db_path(), config.read_threads.map(usize::from))
-        .with_context(|| format!("opening {}", config.db_path().display()))?;
+    let threads = config.read_threads.map(usize::from);
+    let db = match config.postgres_url() {
+        Some(url) => Db::open_postgres(url, threads.map(|t| t * 2))
+            .with_context(|| format!("opening {}", crate::config::DatabaseUrl::redact(url)))?,
+        None => Db::open_with(&config.db_path(), threads)
+            .with_context(|| format!("opening {}", config.db_path().display()))?,
+    };
     let secrets = crate::workers::credentials::apply_master_key(&config, &db, secrets)?;
     crate::workers::recover(&db)?;
     let recovered = db

@@ -26,8 +26,62 @@ impl std::str::FromStr for Secret {
     }
 }
 
+/// Where the records live (`--database-url`): SQLite (the default, `genied.db` in the data
+/// directory, or `sqlite:///absolute/path`) or PostgreSQL (`postgres://user:password@host/db`).
+/// The password never reaches `Debug`, logs or errors.
+#[derive(Clone, PartialEq)]
+pub enum DatabaseUrl {
+    Sqlite(Option<PathBuf>),
+    Postgres(String),
+}
+
+impl std::str::FromStr for DatabaseUrl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(rest) = s.strip_prefix("sqlite://") {
+            return Ok(DatabaseUrl::Sqlite(
+                (!rest.is_empty()).then(|| PathBuf::from(rest)),
+            ));
+        }
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            return Ok(DatabaseUrl::Postgres(s.to_string()));
+        }
+        Err("expected sqlite://[path] or postgres://user:password@host[:port]/database".into())
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseUrl::Sqlite(None) => f.write_str("sqlite://"),
+            DatabaseUrl::Sqlite(Some(p)) => write!(f, "sqlite://{}", p.display()),
+            DatabaseUrl::Postgres(u) => f.write_str(&DatabaseUrl::redact(u)),
+        }
+    }
+}
+
+impl DatabaseUrl {
+    /// A PostgreSQL URL with its password (if any) replaced by `***`.
+    pub fn redact(u: &str) -> String {
+        match url::Url::parse(u) {
+            Ok(mut parsed) if parsed.password().is_some() => {
+                let _ = parsed.set_password(Some("***"));
+                parsed.to_string()
+            }
+            Ok(parsed) => parsed.to_string(),
+            Err(_) => "postgres://<unparsable>".into(),
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct Config {
+    /// Where the records live: `sqlite://` (the default: genied.db in the data directory;
+    /// `sqlite:///path` for another file) or `postgres://user:password@host:port/database`
+    /// for PostgreSQL, which several instances can share.
+    #[arg(long, env = "GENIED_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<DatabaseUrl>,
+
     /// Directory holding the database, the document store and the secrets.
     #[arg(skip)]
     pub data_dir: PathBuf,
@@ -527,8 +581,21 @@ impl Config {
         c
     }
 
+    /// The SQLite file (when the records are in SQLite).
     pub fn db_path(&self) -> PathBuf {
-        self.data_dir.join("genied.db")
+        match &self.database_url {
+            Some(DatabaseUrl::Sqlite(Some(p))) if p.is_absolute() => p.clone(),
+            Some(DatabaseUrl::Sqlite(Some(p))) => self.data_dir.join(p),
+            _ => self.data_dir.join("genied.db"),
+        }
+    }
+
+    /// The PostgreSQL URL, when the records are in PostgreSQL.
+    pub fn postgres_url(&self) -> Option<&str> {
+        match &self.database_url {
+            Some(DatabaseUrl::Postgres(u)) => Some(u),
+            _ => None,
+        }
     }
     pub fn secrets_dir(&self) -> PathBuf {
         self.data_dir.join("secrets")
@@ -568,5 +635,25 @@ impl Config {
                  address visitors use"
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DatabaseUrl;
+
+    #[test]
+    fn database_urls_parse_and_never_show_the_password() {
+        let u: DatabaseUrl = "postgres://genied:s3cret-pw@db.internal:5432/genied"
+            .parse()
+            .unwrap();
+        let shown = format!("{u:?}");
+        assert!(!shown.contains("s3cret-pw"), "{shown}");
+        assert!(shown.contains("db.internal:5432/genied"), "{shown}");
+        assert_eq!(
+            "sqlite://".parse::<DatabaseUrl>().unwrap(),
+            DatabaseUrl::Sqlite(None)
+        );
+        assert!("mysql://x".parse::<DatabaseUrl>().is_err());
     }
 }

@@ -41,7 +41,7 @@ pub fn get(c: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Option<F
 
 pub fn list(c: &Connection, user_id: &str) -> rusqlite::Result<Vec<Folder>> {
     let mut st = c.prepare_cached(&format!(
-        "{SELECT} WHERE f.user_id = ?1 ORDER BY f.name COLLATE NOCASE, f.id"
+        "{SELECT} WHERE f.user_id = ?1 ORDER BY lower(f.name), f.id"
     ))?;
     st.query_map([user_id], from_row)?.collect()
 }

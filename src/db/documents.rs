@@ -176,6 +176,28 @@ pub fn fts_query(text: &str) -> Option<String> {
     Some(words.join(" "))
 }
 
+/// An FTS5 query of quoted words (`"a" "b"` all, `"a" OR "b"` any) as a PostgreSQL
+/// `to_tsquery` text: the same words, joined by `&` or `|`.
+fn pg_tsquery(fts: &str) -> String {
+    let mut out = String::new();
+    let mut op = "";
+    for (i, part) in fts.split('"').enumerate() {
+        if i % 2 == 0 {
+            if !out.is_empty() {
+                op = if part.trim() == "OR" { " | " } else { " & " };
+            }
+            continue;
+        }
+        let word: String = part.chars().filter(|ch| ch.is_alphanumeric()).collect();
+        if word.is_empty() {
+            continue;
+        }
+        out.push_str(op);
+        out.push_str(&word);
+    }
+    out
+}
+
 pub fn list(
     c: &Connection,
     scope: &Scope,
@@ -193,6 +215,15 @@ pub fn list(
                 .replace('_', "\\_")
         );
         match fts_query(term) {
+            Some(q) if c.is_postgres() => {
+                wh.push(
+                    "(d.name LIKE ? ESCAPE '\\' OR d.id IN (SELECT ch.document_id FROM document_chunks ch
+                       WHERE ch.tsv @@ to_tsquery('english', ?)))"
+                        .into(),
+                );
+                p.push(SqlValue::Text(like));
+                p.push(SqlValue::Text(pg_tsquery(&q)));
+            }
             Some(q) => {
                 wh.push(
                     "(d.name LIKE ? ESCAPE '\\' OR d.id IN (SELECT ch.document_id FROM document_chunks_fts
@@ -291,7 +322,8 @@ pub fn owned_genie(
 /// Links; returns false when the link already existed.
 pub fn link(c: &Connection, genie_id: &str, doc_id: &str) -> rusqlite::Result<bool> {
     Ok(c.execute(
-        "INSERT OR IGNORE INTO genie_documents (genie_id, document_id, created_at) VALUES (?1, ?2, ?3)",
+        "INSERT INTO genie_documents (genie_id, document_id, created_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT DO NOTHING",
         params![genie_id, doc_id, now()],
     )? == 1)
 }
@@ -454,7 +486,23 @@ pub fn search(
         p.push(SqlValue::Text(g.to_string()));
     }
     p.push(SqlValue::Integer(limit));
-    let sql = format!(
+    if c.is_postgres() {
+        p[0] = SqlValue::Text(pg_tsquery(fts));
+    }
+    // PostgreSQL: a tsvector column kept by the database, ranked by ts_rank (negated, so
+    // that lower is better as bm25's rank is).
+    let sql = if c.is_postgres() {
+        format!(
+            "SELECT d.id, d.name, ch.seq,
+                    ts_headline('english', ch.content, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=4'),
+                    ch.content, -ts_rank(ch.tsv, q) AS rank
+             FROM document_chunks ch CROSS JOIN to_tsquery('english', ?) q
+             JOIN documents d ON d.id = ch.document_id
+             WHERE ch.tsv @@ q AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
+             ORDER BY rank, ch.id LIMIT ?"
+        )
+    } else {
+        format!(
         "SELECT d.id, d.name, ch.seq, snippet(document_chunks_fts, 0, '[', ']', '…', 16), ch.content,
                 bm25(document_chunks_fts) AS rank
          FROM document_chunks_fts
@@ -462,7 +510,8 @@ pub fn search(
          JOIN documents d ON d.id = ch.document_id
          WHERE document_chunks_fts MATCH ? AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
          ORDER BY rank, ch.id LIMIT ?"
-    );
+        )
+    };
     let mut st = c.prepare(&sql)?;
     st.query_map(params_from_iter(p), |r| {
         Ok(Hit {

@@ -309,10 +309,10 @@ pub struct VersionStats {
 pub fn stats(c: &Connection, genie_id: &str) -> rusqlite::Result<Vec<VersionStats>> {
     c.prepare_cached(
         "SELECT version, COUNT(*), AVG(duration_seconds),
-                SUM(analysis IS NOT NULL),
-                SUM(analysis IS NOT NULL
+                SUM(CASE WHEN analysis IS NOT NULL THEN 1 ELSE 0 END),
+                SUM(CASE WHEN analysis IS NOT NULL
                     AND COALESCE(json_extract(analysis, '$.sentiment'), '') <> 'negative'
-                    AND COALESCE(json_extract(analysis, '$.intent'), '') <> 'complaint')
+                    AND COALESCE(json_extract(analysis, '$.intent'), '') <> 'complaint' THEN 1 ELSE 0 END)
          FROM conversations WHERE genie_id = ?1 GROUP BY version ORDER BY version DESC",
     )?
     .query_map([genie_id], |r| {
@@ -375,7 +375,8 @@ pub fn set_documents(
         [genie_id],
     )?;
     let mut st = c.prepare_cached(
-        "INSERT OR IGNORE INTO genie_documents (genie_id, document_id, created_at) VALUES (?1, ?2, ?3)",
+        "INSERT INTO genie_documents (genie_id, document_id, created_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT DO NOTHING",
     )?;
     for (i, id) in ids.iter().enumerate() {
         // The link time orders a genie's documents; keep the version's order.

@@ -328,7 +328,7 @@ fn filter_sql(scope: &Scope, f: &ListFilter, args: &mut Vec<Sql>) -> String {
         args.push(Sql::Text(s.clone()));
     }
     if let Some(cat) = &f.category {
-        w.push("g.category = ? COLLATE NOCASE".into());
+        w.push("lower(g.category) = lower(?)".into());
         args.push(Sql::Text(cat.clone()));
     }
     if let Some(gid) = &f.group_id {
@@ -464,7 +464,8 @@ pub fn delete_phone(c: &Connection, id: &str) -> rusqlite::Result<bool> {
 
 pub fn assign(c: &Connection, genie_id: &str, user_id: &str, at: &str) -> rusqlite::Result<bool> {
     Ok(c.execute(
-        "INSERT OR IGNORE INTO genie_assignments (genie_id, user_id, created_at) VALUES (?1, ?2, ?3)",
+        "INSERT INTO genie_assignments (genie_id, user_id, created_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT DO NOTHING",
         params![genie_id, user_id, at],
     )? == 1)
 }
@@ -511,8 +512,9 @@ pub fn documents(c: &Connection, genie_id: &str) -> rusqlite::Result<Vec<Attache
 /// Copies the document links of `from` to `to` (clone).
 pub fn copy_documents(c: &Connection, from: &str, to: &str, at: &str) -> rusqlite::Result<usize> {
     c.execute(
-        "INSERT OR IGNORE INTO genie_documents (genie_id, document_id, created_at)
-         SELECT ?2, document_id, ?3 FROM genie_documents WHERE genie_id = ?1",
+        "INSERT INTO genie_documents (genie_id, document_id, created_at)
+         SELECT ?2, document_id, ?3 FROM genie_documents WHERE genie_id = ?1
+         ON CONFLICT DO NOTHING",
         params![from, to, at],
     )
 }

@@ -31,12 +31,12 @@ pub fn insert(
     run_at: &str,
     now: &str,
 ) -> rusqlite::Result<i64> {
-    c.execute(
+    c.query_row(
         "INSERT INTO jobs (kind, payload, status, attempts, max_attempts, run_at, created_at, updated_at)
-         VALUES (?1, ?2, 'pending', 0, ?3, ?4, ?5, ?5)",
+         VALUES (?1, ?2, 'pending', 0, ?3, ?4, ?5, ?5) RETURNING id",
         params![kind, payload.to_string(), max_attempts, run_at, now],
-    )?;
-    Ok(c.last_insert_rowid())
+        |r| r.get(0),
+    )
 }
 
 /// Marks the next job due at `now` `running` and counts the attempt, in one statement.

@@ -131,7 +131,8 @@ pub struct Filter {
     pub after: Option<(String, i64)>,
 }
 
-fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
+/// `pg`: on PostgreSQL, where a trigram index (pg_trgm) serves `ILIKE` itself.
+fn where_clause(f: &Filter, with_status: bool, pg: bool) -> (String, Vec<SqlValue>) {
     let mut w: Vec<String> = Vec::new();
     let mut p: Vec<SqlValue> = Vec::new();
     match &f.scope {
@@ -165,7 +166,7 @@ fn where_clause(f: &Filter, with_status: bool) -> (String, Vec<SqlValue>) {
         p.push(s.clone().into());
     }
     if let Some(term) = &f.search {
-        if term.chars().count() >= 3 {
+        if term.chars().count() >= 3 && !pg {
             // The trigram index keeps which trigrams a lead has, not where (detail=none): it
             // finds the leads that have every trigram of the term, and the row is then checked
             // for the term itself, case-insensitively as the index folds case. Leads not
@@ -277,7 +278,7 @@ pub fn register_functions(c: &rusqlite::Connection) -> rusqlite::Result<()> {
 /// search or date filters it is one aggregate pass over the matching index entries (no rows
 /// loaded, no sort). The status filter does not apply to stats.
 pub fn stats(c: &Connection, f: &Filter) -> rusqlite::Result<(i64, [i64; 4])> {
-    let (w, p) = where_clause(f, false);
+    let (w, p) = where_clause(f, false, c.is_postgres());
     let (table, n) = if counters_apply(f) {
         ("lead_status_counts", "l.n")
     } else {
@@ -304,7 +305,7 @@ pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
         after: None,
         ..f.clone()
     };
-    let (w, p) = where_clause(f, true);
+    let (w, p) = where_clause(f, true, c.is_postgres());
     if counters_apply(f) {
         let sql = format!("SELECT TOTAL(l.n) FROM lead_status_counts l {w}");
         return c.prepare_cached(&sql)?.query_row(params_from_iter(p), |r| {
@@ -322,7 +323,7 @@ fn counters_apply(f: &Filter) -> bool {
 
 /// One page, most recent first.
 pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Result<Vec<Lead>> {
-    let (w, mut p) = where_clause(f, true);
+    let (w, mut p) = where_clause(f, true, c.is_postgres());
     p.push(limit.into());
     p.push(offset.into());
     // The page's ids come from the indexes alone; only those rows are read.
@@ -422,6 +423,12 @@ pub const WRITABLE: &[&str] = &[
 ];
 
 pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
+    if c.is_postgres() {
+        // No rowid there: the key comes back with the row.
+        return Ok(insert_with(c, fields, RETURNING)?
+            .ok_or(rusqlite::Error::QueryReturnedNoRows)?
+            .id);
+    }
     insert_with(c, fields, "")?;
     Ok(c.last_insert_rowid())
 }
@@ -433,17 +440,20 @@ pub fn insert_returning(
     fields: &Fields,
     agent: &AgentRef,
 ) -> rusqlite::Result<Lead> {
-    // The columns of `COLS` that live on the row; the genie's name and owner come from `agent`.
-    const RET: &str =
-        " RETURNING id, agent_id, user_id, name, email, phone, status, priority, budget,
-        timeline, address, notes, assigned_to, conversation_id, primary_lead_id, is_decision_maker,
-        preferred_contact_method, preferred_contact_time, metadata, created_at, updated_at,
-        conversation_ref, NULL, NULL, do_not_call";
-    let mut lead = insert_with(c, fields, RET)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    let mut lead =
+        insert_with(c, fields, RETURNING)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
     lead.agent = json!({"id": agent.id, "name": agent.name});
     lead.agent_owner = Some(agent.owner.clone());
     Ok(lead)
 }
+
+/// The columns of `COLS` that live on the row; the genie's name and owner come from the
+/// caller.
+const RETURNING: &str =
+    " RETURNING id, agent_id, user_id, name, email, phone, status, priority, budget,
+        timeline, address, notes, assigned_to, conversation_id, primary_lead_id, is_decision_maker,
+        preferred_contact_method, preferred_contact_time, metadata, created_at, updated_at,
+        conversation_ref, NULL, NULL, do_not_call";
 
 fn insert_with(c: &Connection, fields: &Fields, returning: &str) -> rusqlite::Result<Option<Lead>> {
     let ts = now();

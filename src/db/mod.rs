@@ -42,6 +42,7 @@ pub mod webhooks;
 pub mod workers;
 pub mod workers_query;
 
+pub mod pg;
 pub mod sql;
 pub use sql::{Connection, Row, Statement};
 
@@ -75,8 +76,19 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(1
 /// Most writes one group commit carries; bounds the latency a write can add to others.
 const MAX_GROUP: usize = 64;
 
+/// The database: SQLite (one writer thread, a read pool) or PostgreSQL (a pool; see
+/// [`pg`]). db functions see the same [`Connection`] either way.
 #[derive(Clone)]
-pub struct Db {
+pub struct Db(Engine);
+
+#[derive(Clone)]
+enum Engine {
+    Sqlite(Lite),
+    Postgres(pg::PgDb),
+}
+
+#[derive(Clone)]
+struct Lite {
     read: r2d2::Pool<SqliteConnectionManager>,
     readers: Arc<Readers>,
     write: Arc<Mutex<rusqlite::Connection>>,
@@ -188,6 +200,114 @@ impl Db {
 
     /// `open`, with this many read threads (and read connections); `None` for the default.
     pub fn open_with(path: &Path, read_threads: Option<usize>) -> anyhow::Result<Db> {
+        Ok(Db(Engine::Sqlite(Lite::open_with(path, read_threads)?)))
+    }
+
+    /// Connects to PostgreSQL (`postgres://...`) and applies its pending migrations; the
+    /// pool holds up to `connections` connections (default: twice the default read
+    /// threads, as every write holds one for its transaction).
+    pub fn open_postgres(url: &str, connections: Option<usize>) -> anyhow::Result<Db> {
+        let size = connections
+            .unwrap_or_else(|| default_read_threads() * 2)
+            .max(2) as u32;
+        Ok(Db(Engine::Postgres(pg::PgDb::open(url, size)?)))
+    }
+
+    /// Applies pending PostgreSQL migrations; every applied version, oldest first.
+    pub fn migrate_postgres(url: &str) -> anyhow::Result<Vec<i32>> {
+        pg::PgDb::migrate(url)
+    }
+
+    /// Whether the records are in PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.0, Engine::Postgres(_))
+    }
+
+    /// Applies pending migrations and returns every applied version, oldest first.
+    pub fn migrate(path: &Path) -> anyhow::Result<Vec<i32>> {
+        Lite::migrate(path)
+    }
+
+    /// Runs `f` on a pooled read connection, off the async threads.
+    pub async fn read<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        match &self.0 {
+            Engine::Sqlite(l) => l.read(f).await,
+            Engine::Postgres(p) => {
+                let p = p.clone();
+                run_blocking(move || p.read_now(f)).await
+            }
+        }
+    }
+
+    /// Runs `f` inside one write transaction; commits when `f` returns `Ok`, rolls back
+    /// otherwise, so a failed action changes nothing. Writes never interleave: on SQLite
+    /// they go through the one writer thread (group commit, see `Lite::write`); on
+    /// PostgreSQL each takes a transaction-level advisory lock first, across instances.
+    pub async fn write<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        match &self.0 {
+            Engine::Sqlite(l) => l.write(f).await,
+            Engine::Postgres(p) => {
+                let p = p.clone();
+                run_blocking(move || p.write_now(f)).await
+            }
+        }
+    }
+
+    /// The same as `write`, for callers that are already on a blocking thread (the CLI).
+    pub fn write_blocking<T: Send>(
+        &self,
+        f: impl FnOnce(&Connection<'_>) -> ApiResult<T> + Send,
+    ) -> ApiResult<T> {
+        match &self.0 {
+            Engine::Sqlite(l) => l.write_blocking(f),
+            Engine::Postgres(p) => p.write_blocking(f),
+        }
+    }
+
+    pub fn read_blocking<T: Send>(
+        &self,
+        f: impl FnOnce(&Connection<'_>) -> ApiResult<T> + Send,
+    ) -> ApiResult<T> {
+        match &self.0 {
+            Engine::Sqlite(l) => l.read_blocking(f),
+            Engine::Postgres(p) => p.read_blocking(f),
+        }
+    }
+
+    /// The committed authentication epoch ([`auth_epoch`]), read on the calling thread
+    /// without waiting; `None` when it cannot be answered at once. Always `None` on
+    /// PostgreSQL: callers then read it through the pool on every request, so a change
+    /// made on any instance is seen by the next request on every other.
+    pub fn auth_epoch(&self) -> Option<i64> {
+        match &self.0 {
+            Engine::Sqlite(l) => l.auth.now(),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    /// Copies the live SQLite database into `out` with SQLite's online backup: consistent
+    /// while the service keeps writing. PostgreSQL is backed up with its own tools.
+    pub fn backup_to(&self, out: &Path) -> anyhow::Result<()> {
+        match &self.0 {
+            Engine::Sqlite(l) => l.backup_to(out),
+            Engine::Postgres(_) => anyhow::bail!(
+                "genied admin backup copies a SQLite database; back up PostgreSQL with \
+                 pg_dump (or your provider's snapshots)"
+            ),
+        }
+    }
+}
+
+impl Lite {
+    fn open_with(path: &Path, read_threads: Option<usize>) -> anyhow::Result<Lite> {
         let read_threads = read_threads.unwrap_or_else(default_read_threads).max(1);
         let mut writer = rusqlite::Connection::open(path)?;
         writer.execute_batch(PRAGMAS)?;
@@ -226,7 +346,7 @@ impl Db {
         let thread = std::thread::Builder::new()
             .name("genied-writer".into())
             .spawn(move || writer_loop(&w, queue, c))?;
-        Ok(Db {
+        Ok(Lite {
             read,
             readers: Arc::new(Readers::new(read_threads)?),
             write,
@@ -240,8 +360,7 @@ impl Db {
         })
     }
 
-    /// Applies pending migrations and returns every applied version, oldest first.
-    pub fn migrate(path: &Path) -> anyhow::Result<Vec<i32>> {
+    fn migrate(path: &Path) -> anyhow::Result<Vec<i32>> {
         let mut conn = rusqlite::Connection::open(path)?;
         conn.execute_batch(PRAGMAS)?;
         let runner = embedded::migrations::runner();
@@ -256,7 +375,7 @@ impl Db {
     }
 
     /// Runs `f` on a pooled read-only connection, off the async threads.
-    pub async fn read<T, F>(&self, f: F) -> ApiResult<T>
+    async fn read<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
@@ -281,7 +400,7 @@ impl Db {
     /// the writer is busy are committed together (group commit): each runs inside its own
     /// savepoint of one shared transaction, in queue order, so a failing write is rolled back
     /// alone, and no caller hears `Ok` before the transaction holding its write committed.
-    pub async fn write<T, F>(&self, f: F) -> ApiResult<T>
+    async fn write<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
@@ -325,11 +444,7 @@ impl Db {
         }
     }
 
-    /// The same as `write`, for callers that are already on a blocking thread (the CLI).
-    pub fn write_blocking<T>(
-        &self,
-        f: impl FnOnce(&Connection<'_>) -> ApiResult<T>,
-    ) -> ApiResult<T> {
+    fn write_blocking<T>(&self, f: impl FnOnce(&Connection<'_>) -> ApiResult<T>) -> ApiResult<T> {
         let mut conn = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let out = (|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -341,19 +456,9 @@ impl Db {
         out
     }
 
-    pub fn read_blocking<T>(
-        &self,
-        f: impl FnOnce(&Connection<'_>) -> ApiResult<T>,
-    ) -> ApiResult<T> {
+    fn read_blocking<T>(&self, f: impl FnOnce(&Connection<'_>) -> ApiResult<T>) -> ApiResult<T> {
         let conn = self.read.get()?;
         f(&Connection::sqlite(&conn))
-    }
-
-    /// The committed authentication epoch ([`auth_epoch`]), read on the calling thread
-    /// without waiting; `None` when SQLite could not answer at once. Any change to who may
-    /// do what, by any process, has moved it by the time its writer was answered.
-    pub fn auth_epoch(&self) -> Option<i64> {
-        self.auth.now()
     }
 
     /// Copies the live database into `out` with SQLite's online backup: consistent while
@@ -363,7 +468,7 @@ impl Db {
     /// over whenever another connection writes between two of them, so under steady writes a
     /// stepped backup of a large database need never end, and its pauses alone cost seconds
     /// per gigabyte. A reader holds up no writer in WAL mode.
-    pub fn backup_to(&self, out: &Path) -> anyhow::Result<()> {
+    fn backup_to(&self, out: &Path) -> anyhow::Result<()> {
         let src = self.read.get()?;
         let mut dst = rusqlite::Connection::open(out)?;
         let backup = rusqlite::backup::Backup::new(&src, &mut dst)?;

@@ -16,7 +16,8 @@ pub fn record_receipt(
         [before],
     )?;
     let n = c.execute(
-        "INSERT OR IGNORE INTO provider_hook_receipts (signature_hash, received_at) VALUES (?1, ?2)",
+        "INSERT INTO provider_hook_receipts (signature_hash, received_at) VALUES (?1, ?2)
+         ON CONFLICT DO NOTHING",
         [signature_hash, now],
     )?;
     Ok(n == 1)

@@ -4,7 +4,11 @@
 //! and the SQLite arm is one enum match around the rusqlite call: no allocation and no
 //! copy of parameters or rows.
 
-use rusqlite::types::{FromSql, ValueRef};
+use std::cell::RefCell;
+
+use rusqlite::types::{FromSql, FromSqlError, ValueRef};
+
+use super::pg::{PgRow, PgRows, PgSession};
 
 pub use rusqlite::{Error, OptionalExtension, Result, ToSql, params, types};
 
@@ -13,6 +17,7 @@ pub struct Connection<'a>(Conn<'a>);
 
 enum Conn<'a> {
     Sqlite(&'a rusqlite::Connection),
+    Pg(&'a RefCell<PgSession>),
 }
 
 impl<'a> Connection<'a> {
@@ -22,11 +27,17 @@ impl<'a> Connection<'a> {
         Connection(Conn::Sqlite(c))
     }
 
+    /// A pooled PostgreSQL connection (inside its transaction, for writes).
+    pub(super) fn postgres(c: &'a RefCell<PgSession>) -> Connection<'a> {
+        Connection(Conn::Pg(c))
+    }
+
     /// Whether statements run on PostgreSQL, for the few db functions that must branch.
     #[inline]
     pub fn is_postgres(&self) -> bool {
         match self.0 {
             Conn::Sqlite(_) => false,
+            Conn::Pg(_) => true,
         }
     }
 
@@ -34,6 +45,7 @@ impl<'a> Connection<'a> {
     pub fn execute<P: Params>(&self, sql: &str, p: P) -> Result<usize> {
         match self.0 {
             Conn::Sqlite(c) => c.execute(sql, p.lite()),
+            Conn::Pg(c) => p.with_refs(|p| c.borrow_mut().execute(sql, p)),
         }
     }
 
@@ -42,6 +54,11 @@ impl<'a> Connection<'a> {
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
         match self.0 {
             Conn::Sqlite(c) => c.execute_batch(sql),
+            Conn::Pg(c) => c
+                .borrow_mut()
+                .client()
+                .batch_execute(sql)
+                .map_err(|e| super::pg::error(e, sql)),
         }
     }
 
@@ -53,6 +70,13 @@ impl<'a> Connection<'a> {
     {
         match self.0 {
             Conn::Sqlite(c) => c.query_row(sql, p.lite(), |r| f(&Row(RowRef::Sqlite(r)))),
+            Conn::Pg(c) => {
+                let mut rows = p.with_refs(|p| c.borrow_mut().query(sql, p))?;
+                match rows.next() {
+                    Some(r) => f(&Row(RowRef::Pg(&r))),
+                    None => Err(Error::QueryReturnedNoRows),
+                }
+            }
         }
     }
 
@@ -60,6 +84,7 @@ impl<'a> Connection<'a> {
     pub fn prepare(&self, sql: &str) -> Result<Statement<'a>> {
         match self.0 {
             Conn::Sqlite(c) => Ok(Statement(Stmt::Sqlite(c.prepare(sql)?))),
+            Conn::Pg(c) => Statement::pg(c, sql),
         }
     }
 
@@ -67,6 +92,7 @@ impl<'a> Connection<'a> {
     pub fn prepare_cached(&self, sql: &str) -> Result<Statement<'a>> {
         match self.0 {
             Conn::Sqlite(c) => Ok(Statement(Stmt::SqliteCached(c.prepare_cached(sql)?))),
+            Conn::Pg(c) => Statement::pg(c, sql),
         }
     }
 
@@ -76,6 +102,7 @@ impl<'a> Connection<'a> {
     pub fn last_insert_rowid(&self) -> i64 {
         match self.0 {
             Conn::Sqlite(c) => c.last_insert_rowid(),
+            Conn::Pg(_) => panic!("last_insert_rowid on PostgreSQL: use RETURNING"),
         }
     }
 }
@@ -86,20 +113,30 @@ pub struct Statement<'c>(Stmt<'c>);
 enum Stmt<'c> {
     Sqlite(rusqlite::Statement<'c>),
     SqliteCached(rusqlite::CachedStatement<'c>),
+    Pg(&'c RefCell<PgSession>, String),
 }
 
 impl<'c> Statement<'c> {
+    /// Prepared (and cached) on first use, when the parameters' types are known.
+    fn pg(c: &'c RefCell<PgSession>, sql: &str) -> Result<Statement<'c>> {
+        Ok(Statement(Stmt::Pg(c, sql.to_owned())))
+    }
+
     #[inline]
-    fn lite(&mut self) -> &mut rusqlite::Statement<'c> {
+    fn lite(&mut self) -> std::result::Result<&mut rusqlite::Statement<'c>, PgStmt<'_, 'c>> {
         match &mut self.0 {
-            Stmt::Sqlite(s) => s,
-            Stmt::SqliteCached(s) => s,
+            Stmt::Sqlite(s) => Ok(s),
+            Stmt::SqliteCached(s) => Ok(s),
+            Stmt::Pg(c, sql) => Err(PgStmt(c, sql)),
         }
     }
 
     #[inline]
     pub fn execute<P: Params>(&mut self, p: P) -> Result<usize> {
-        self.lite().execute(p.lite())
+        match self.lite() {
+            Ok(s) => s.execute(p.lite()),
+            Err(PgStmt(c, sql)) => p.with_refs(|p| c.borrow_mut().execute(sql, p)),
+        }
     }
 
     #[inline]
@@ -108,13 +145,27 @@ impl<'c> Statement<'c> {
         P: Params,
         F: FnOnce(&Row<'_>) -> Result<T>,
     {
-        self.lite()
-            .query_row(p.lite(), |r| f(&Row(RowRef::Sqlite(r))))
+        match self.lite() {
+            Ok(s) => s.query_row(p.lite(), |r| f(&Row(RowRef::Sqlite(r)))),
+            Err(PgStmt(c, sql)) => {
+                let mut rows = p.with_refs(|p| c.borrow_mut().query(sql, p))?;
+                match rows.next() {
+                    Some(r) => f(&Row(RowRef::Pg(&r))),
+                    None => Err(Error::QueryReturnedNoRows),
+                }
+            }
+        }
     }
 
     #[inline]
     pub fn query<P: Params>(&mut self, p: P) -> Result<Rows<'_>> {
-        Ok(Rows(RowsInner::Sqlite(self.lite().query(p.lite())?)))
+        match self.lite() {
+            Ok(s) => Ok(Rows(RowsInner::Sqlite(s.query(p.lite())?))),
+            Err(PgStmt(c, sql)) => {
+                let rows = p.with_refs(|p| c.borrow_mut().query(sql, p))?;
+                Ok(Rows(RowsInner::Pg(rows, None)))
+            }
+        }
     }
 
     #[inline]
@@ -132,15 +183,25 @@ impl<'c> Statement<'c> {
     /// Whether the query returns at least one row.
     #[inline]
     pub fn exists<P: Params>(&mut self, p: P) -> Result<bool> {
-        self.lite().exists(p.lite())
+        match self.lite() {
+            Ok(s) => s.exists(p.lite()),
+            Err(PgStmt(c, sql)) => {
+                let mut rows = p.with_refs(|p| c.borrow_mut().query(sql, p))?;
+                Ok(rows.next().is_some())
+            }
+        }
     }
 }
+
+/// A PostgreSQL statement: its connection and its SQL (prepared, and cached by it).
+struct PgStmt<'s, 'c>(&'c RefCell<PgSession>, &'s str);
 
 /// The rows of a query, read one at a time.
 pub struct Rows<'s>(RowsInner<'s>);
 
 enum RowsInner<'s> {
     Sqlite(rusqlite::Rows<'s>),
+    Pg(PgRows, Option<PgRow>),
 }
 
 impl Rows<'_> {
@@ -150,6 +211,10 @@ impl Rows<'_> {
     pub fn next(&mut self) -> Result<Option<Row<'_>>> {
         match &mut self.0 {
             RowsInner::Sqlite(r) => Ok(r.next()?.map(|r| Row(RowRef::Sqlite(r)))),
+            RowsInner::Pg(rows, cur) => {
+                *cur = rows.next();
+                Ok(cur.as_ref().map(|r| Row(RowRef::Pg(r))))
+            }
         }
     }
 }
@@ -181,6 +246,7 @@ pub struct Row<'r>(RowRef<'r>);
 
 enum RowRef<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
+    Pg(&'r PgRow),
 }
 
 impl Row<'_> {
@@ -189,6 +255,17 @@ impl Row<'_> {
     pub fn get<I: ColumnIndex, T: FromSql>(&self, idx: I) -> Result<T> {
         match self.0 {
             RowRef::Sqlite(r) => r.get(idx),
+            RowRef::Pg(r) => {
+                let i = idx.pg_index(r)?;
+                let v = ValueRef::from(r.value(i)?);
+                T::column_result(v).map_err(|e| match e {
+                    FromSqlError::InvalidType => {
+                        Error::InvalidColumnType(i, String::new(), v.data_type())
+                    }
+                    FromSqlError::OutOfRange(n) => Error::IntegralValueOutOfRange(i, n),
+                    e => Error::FromSqlConversionFailure(i, v.data_type(), Box::new(e)),
+                })
+            }
         }
     }
 
@@ -197,15 +274,27 @@ impl Row<'_> {
     pub fn get_ref<I: ColumnIndex>(&self, idx: I) -> Result<ValueRef<'_>> {
         match self.0 {
             RowRef::Sqlite(r) => r.get_ref(idx),
+            RowRef::Pg(r) => Ok(ValueRef::from(r.value(idx.pg_index(r)?)?)),
         }
     }
 }
 
 /// A column position or name (rusqlite's `RowIndex`, which is sealed).
-pub trait ColumnIndex: rusqlite::RowIndex {}
+pub trait ColumnIndex: rusqlite::RowIndex {
+    fn pg_index(&self, r: &PgRow) -> Result<usize>;
+}
 
-impl ColumnIndex for usize {}
-impl ColumnIndex for &str {}
+impl ColumnIndex for usize {
+    fn pg_index(&self, r: &PgRow) -> Result<usize> {
+        r.value(*self).map(|_| *self)
+    }
+}
+
+impl ColumnIndex for &str {
+    fn pg_index(&self, r: &PgRow) -> Result<usize> {
+        r.index(self)
+    }
+}
 
 /// Statement parameters in every shape rusqlite takes them (`params!`, `[]`, arrays,
 /// tuples, `params_from_iter`), passed to the engine without being copied.

@@ -223,7 +223,7 @@ pub fn remove_member(c: &Connection, team_id: &str, user_id: &str) -> rusqlite::
 pub fn is_member_email(c: &Connection, team_id: &str, email: &str) -> rusqlite::Result<bool> {
     c.query_row(
         "SELECT EXISTS(SELECT 1 FROM team_members m JOIN users u ON u.id = m.user_id
-                       WHERE m.team_id = ?1 AND u.email = ?2 COLLATE NOCASE)",
+                       WHERE m.team_id = ?1 AND lower(u.email) = lower(?2))",
         [team_id, email],
         |r| r.get(0),
     )

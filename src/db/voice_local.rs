@@ -31,9 +31,13 @@ pub struct Listed {
 /// Records a conversation, replacing one with the same id.
 pub fn put_conversation(c: &Connection, v: &Conversation) -> rusqlite::Result<()> {
     c.execute(
-        "INSERT OR REPLACE INTO voice_local_conversations
+        "INSERT INTO voice_local_conversations
          (conversation_id, agent_id, status, start_time_unix, duration_secs, transcript, summary, metadata)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (conversation_id) DO UPDATE SET agent_id = excluded.agent_id,
+             status = excluded.status, start_time_unix = excluded.start_time_unix,
+             duration_secs = excluded.duration_secs, transcript = excluded.transcript,
+             summary = excluded.summary, metadata = excluded.metadata",
         params![
             v.conversation_id,
             v.agent_id,

@@ -252,7 +252,7 @@ async fn forgot_password_answers_alike_and_mails_a_one_time_hashed_token() {
         .db
         .read(move |c| {
             Ok(c.query_row(
-                "SELECT COUNT(*), SUM(instr(body, ?1) > 0) FROM email_logs",
+                "SELECT COUNT(*), SUM(CASE WHEN instr(body, ?1) > 0 THEN 1 ELSE 0 END) FROM email_logs",
                 [&t2],
                 |r| Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
             )?)

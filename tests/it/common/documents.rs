@@ -14,11 +14,11 @@ pub async fn chunks(app: &TestApp, id: &str) -> String {
     app.state
         .db
         .read(move |c| {
-            Ok(c.query_row(
-                "SELECT COALESCE(group_concat(content, '\n'), '') FROM (SELECT content FROM document_chunks WHERE document_id = ?1 ORDER BY seq)",
-                [id],
-                |r| r.get::<_, String>(0),
-            )?)
+            let parts = c
+                .prepare("SELECT content FROM document_chunks WHERE document_id = ?1 ORDER BY seq")?
+                .query_map([id], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(parts.join("\n"))
         })
         .await
         .unwrap()

@@ -10,6 +10,7 @@ pub mod documents;
 pub mod fakes;
 pub mod fixtures;
 pub mod oidc_provider;
+pub mod postgres;
 pub mod process;
 pub mod s3;
 
@@ -112,6 +113,12 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     // server (see `s3`).
     if s3::enabled() {
         s3::use_s3(&mut c);
+    }
+    // `GENIED_TEST_DATABASE=postgres`: every app gets a database of its own on the test
+    // process's PostgreSQL cluster (not yet part of .ci/run: docs/reliability.md says which
+    // tests pass there).
+    if postgres::enabled() {
+        c.database_url = Some(genied::config::DatabaseUrl::Postgres(postgres::database()));
     }
     c
 }

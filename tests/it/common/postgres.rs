@@ -1,0 +1,238 @@
+//! A real PostgreSQL server for the tests that run on it (`GENIED_TEST_DATABASE=postgres`):
+//! one cluster per test process, started on first use from Debian's `postgresql` package
+//! (installed with apt-get when missing, as `browser` installs Chromium), in a temp
+//! directory, as the unprivileged `postgres` user when the tests run as root, on a free
+//! loopback port, with fsync off. Each caller of [`database`] gets a database of its own.
+//!
+//! PostgreSQL has no "die with your parent" option, and a test process ends without running
+//! destructors of statics, so a small watcher process outlives us by design: it polls our
+//! pid and, once we are gone (pass, fail or SIGKILL), kills the server's process group and
+//! removes its directory. No server outlives the test run.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Whether this test run uses PostgreSQL (`GENIED_TEST_DATABASE=postgres`).
+pub fn enabled() -> bool {
+    std::env::var("GENIED_TEST_DATABASE").is_ok_and(|v| v == "postgres")
+}
+
+/// Prints why a test does not run on PostgreSQL and says whether to skip it.
+pub fn skip(reason: &str) -> bool {
+    if enabled() {
+        eprintln!("skipped on PostgreSQL: {reason}");
+    }
+    enabled()
+}
+
+struct Cluster {
+    port: u16,
+}
+
+static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+static NEXT_DB: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh, empty database on the test cluster: its `postgres://` URL.
+pub fn database() -> String {
+    // The sync client drives a runtime of its own, which tokio refuses inside a test's.
+    std::thread::spawn(create_database)
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+fn create_database() -> String {
+    let cluster = CLUSTER
+        .get_or_init(start)
+        .as_ref()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let name = format!(
+        "t{}_{}",
+        std::process::id(),
+        NEXT_DB.fetch_add(1, Ordering::SeqCst)
+    );
+    let admin = format!("postgres://genied@127.0.0.1:{}/postgres", cluster.port);
+    let mut c =
+        postgres::Client::connect(&admin, postgres::NoTls).expect("connect to the test cluster");
+    c.batch_execute(&format!("CREATE DATABASE {name}"))
+        .expect("create a test database");
+    format!("postgres://genied@127.0.0.1:{}/{name}", cluster.port)
+}
+
+/// The directory of Debian's PostgreSQL binaries (the newest version installed).
+fn bin_dir() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("initdb").exists() && p.join("postgres").exists())
+        .collect();
+    dirs.sort_by_key(|p| {
+        p.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    dirs.pop()
+}
+
+fn install() -> Result<PathBuf, String> {
+    if let Some(b) = bin_dir() {
+        return Ok(b);
+    }
+    eprintln!("installing Debian's postgresql package for the PostgreSQL test run (apt-get)");
+    for args in [
+        &["-o", "DPkg::Lock::Timeout=600", "update"][..],
+        &[
+            "-o",
+            "DPkg::Lock::Timeout=600",
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "postgresql",
+        ][..],
+    ] {
+        let out = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+            .map_err(|e| format!("apt-get: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "apt-get {args:?} failed: {}\nInstall it by hand (as root: apt-get install -y postgresql).",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    bin_dir().ok_or_else(|| "postgresql installed, but no initdb under /usr/lib/postgresql".into())
+}
+
+/// The uid and gid to run the server as: `postgres` when we are root (the server refuses
+/// to run as root), else ourselves.
+fn run_as() -> Option<(u32, u32)> {
+    if nix::unistd::Uid::effective().is_root() {
+        let id = |flag: &str| -> Option<u32> {
+            let out = Command::new("id").args([flag, "postgres"]).output().ok()?;
+            String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+        };
+        Some((id("-u")?, id("-g")?))
+    } else {
+        None
+    }
+}
+
+fn as_server_user(cmd: &mut Command, who: Option<(u32, u32)>) -> &mut Command {
+    if let Some((uid, gid)) = who {
+        cmd.uid(uid).gid(gid);
+    }
+    cmd
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().unwrap().port()
+}
+
+fn start() -> Result<Cluster, String> {
+    let bin = install()?;
+    let who = run_as();
+    let dir = tempfile::Builder::new()
+        .prefix("genied-pg-")
+        .tempdir()
+        .map_err(|e| e.to_string())?
+        .keep();
+    let data = dir.join("data");
+    if let Some((uid, gid)) = who {
+        nix::unistd::chown(&dir, Some(uid.into()), Some(gid.into())).map_err(|e| e.to_string())?;
+    }
+    let out = as_server_user(&mut Command::new(bin.join("initdb")), who)
+        .args([
+            "-A",
+            "trust",
+            "-U",
+            "genied",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+        ])
+        .arg("-D")
+        .arg(&data)
+        .output()
+        .map_err(|e| format!("initdb: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let port = free_port();
+    // The server's log (failed statements with their SQL) goes with the cluster, unless
+    // GENIED_TEST_PG_LOG names a file to keep it in.
+    let log_path = std::env::var_os("GENIED_TEST_PG_LOG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("server.log"));
+    let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
+    let server = as_server_user(&mut Command::new(bin.join("postgres")), who)
+        .arg("-D")
+        .arg(&data)
+        .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+        .arg("-c")
+        .arg(format!("unix_socket_directories={}", dir.display()))
+        .args([
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ])
+        .args(["-c", "max_connections=400", "-c", "shared_buffers=32MB"])
+        // Every test makes a database (~8 MB, copied through the WAL): keep the WAL small
+        // on a disk shared with builds.
+        .args(["-c", "max_wal_size=64MB", "-c", "min_wal_size=32MB"])
+        .args(["-c", "wal_level=minimal", "-c", "max_wal_senders=0"])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("postgres: {e}"))?;
+    watch(server.id(), &dir);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let url = format!("postgres://genied@127.0.0.1:{port}/postgres");
+    loop {
+        match postgres::Client::connect(&url, postgres::NoTls) {
+            Ok(_) => return Ok(Cluster { port }),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(format!("the test PostgreSQL never answered: {e}\n{log}"));
+            }
+        }
+    }
+}
+
+/// Starts the watcher that stops the server (its whole process group) and removes its
+/// directory once this test process is gone.
+// Never waited for on purpose: the watcher must outlive this process (init reaps it).
+#[allow(clippy::zombie_processes)]
+fn watch(server: u32, dir: &Path) {
+    let me = std::process::id();
+    let script = format!(
+        "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; kill -KILL -{server} 2>/dev/null; \
+         sleep 0.5; rm -rf '{}'",
+        dir.display()
+    );
+    Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("start the PostgreSQL watcher");
+}
