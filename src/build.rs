@@ -1,7 +1,6 @@
 //! Build script: the migrations are embedded at compile time, so a change under
-//! `migrations/` or `migrations-pg/` must rebuild the crate.
+//! `migrations/` (`sqlite/` and `postgres/`, one set per engine) must rebuild the crate.
 
 fn main() {
     println!("cargo:rerun-if-changed=migrations");
-    println!("cargo:rerun-if-changed=migrations-pg");
 }

@@ -56,7 +56,7 @@ use rusqlite::{OpenFlags, Transaction, TransactionBehavior};
 use crate::error::{ApiError, ApiResult};
 
 mod embedded {
-    refinery::embed_migrations!("migrations");
+    refinery::embed_migrations!("migrations/sqlite");
 }
 
 /// Applied on every connection; `busy_timeout` first so the others can wait for a lock.

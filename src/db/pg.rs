@@ -15,7 +15,7 @@ use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use crate::error::{ApiError, ApiResult};
 
 mod embedded {
-    refinery::embed_migrations!("migrations-pg");
+    refinery::embed_migrations!("migrations/postgres");
 }
 
 /// Key of the advisory lock every write transaction takes first (`pg_advisory_xact_lock`):
