@@ -437,7 +437,7 @@ fn seed_in_batches(
     db: &genied::db::Db,
     total: usize,
     what: &str,
-    f: impl Fn(&rusqlite::Transaction, usize) -> anyhow::Result<()> + Sync,
+    f: impl Fn(&genied::db::Connection, usize) -> anyhow::Result<()> + Sync,
 ) -> anyhow::Result<()> {
     let t = Instant::now();
     let mut made = 0;
