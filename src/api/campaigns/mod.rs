@@ -35,7 +35,8 @@ pub(crate) struct FiltersIn {
 
 #[derive(Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(rename = "CampaignCallingHours")]
+// `…Input`: generators name the record's inline `calling_hours` and `retry` without it.
+#[schemars(rename = "CampaignCallingHoursInput")]
 pub(crate) struct HoursIn {
     /// `HH:MM`, 24-hour, local time of the lead (default 09:00).
     start: Option<String>,
@@ -48,7 +49,7 @@ pub(crate) struct HoursIn {
 
 #[derive(Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(rename = "CampaignRetry")]
+#[schemars(rename = "CampaignRetryInput")]
 pub(crate) struct RetryIn {
     /// Attempts per lead in all, 1 to 10 (default 3); only no-answer and busy are retried.
     max_attempts: Option<i64>,

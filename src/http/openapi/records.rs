@@ -30,6 +30,11 @@ pub fn records() -> Map<String, Value> {
     let s = || t("string");
     let ns = || n("string");
     let b = || t("boolean");
+    // Outside the `json!` below, whose nesting is at the macro's recursion limit.
+    let drift = object(
+        &["changes", "checked_at"],
+        json!({"changes": {"type": ["array", "null"], "items": t("object")}, "checked_at": ns()}),
+    );
     let time = || json!({"type": "string", "description": "RFC 3339 UTC, milliseconds"});
     let mut m = Map::new();
     m.insert(
@@ -86,7 +91,7 @@ pub fn records() -> Map<String, Value> {
                 "sort_order": t("integer"), "created_at": time(), "updated_at": time(),
                 "provider": ns(), "provider_state": {"enum": ["in_sync", "pending", "failed"]},
                 "provider_error": ns(),
-                "provider_drift": object(&["changes", "checked_at"], json!({"changes": n("array"), "checked_at": ns()})),
+                "provider_drift": drift,
             }),
         ),
     );
