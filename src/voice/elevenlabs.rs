@@ -21,10 +21,24 @@ pub struct ElevenLabs {
     base: String,
     key: Secret,
     http: reqwest::Client,
+    retry_base: Duration,
+}
+
+/// Retries after the first attempt (as for Vapi and Retell, `voice::http`).
+const MAX_RETRIES: usize = 4;
+/// The most of ElevenLabs' own `Retry-After` honoured.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// A failed attempt, with what the retry policy needs to know.
+struct Attempt {
+    error: ProviderError,
+    retry_after: Option<Duration>,
+    transient: bool,
 }
 
 impl ElevenLabs {
-    pub fn new(base_url: &str, key: Secret) -> anyhow::Result<ElevenLabs> {
+    /// `retry_base`: the first backoff delay (`--provider-retry-base-ms`).
+    pub fn new(base_url: &str, key: Secret, retry_base: Duration) -> anyhow::Result<ElevenLabs> {
         let base = base_url.trim().trim_end_matches('/').to_string();
         url::Url::parse(&base)
             .map_err(|e| anyhow::anyhow!("--elevenlabs-base-url '{base}': {e}"))?;
@@ -32,10 +46,14 @@ impl ElevenLabs {
             base,
             key,
             http: crate::net::service_client(Duration::from_secs(30)),
+            retry_base,
         })
     }
 
-    /// One call; `Ok(None)` for an empty 2xx body.
+    /// One logical call: a 429 is retried whatever the method (ElevenLabs did nothing), a
+    /// 5xx or a failed connection only when repeating is harmless (not a POST, which may
+    /// create twice), with exponential backoff and ElevenLabs' `Retry-After`. An empty 2xx
+    /// body is `Null`.
     async fn call(
         &self,
         method: Method,
@@ -43,6 +61,36 @@ impl ElevenLabs {
         query: &[(&str, String)],
         body: Option<Value>,
     ) -> ProviderResult<Value> {
+        use backon::{ExponentialBuilder, Retryable};
+        let idempotent = method != Method::POST;
+        let attempt = || self.once(method.clone(), path, query, body.clone());
+        attempt
+            .retry(
+                ExponentialBuilder::default()
+                    .with_min_delay(self.retry_base)
+                    .with_max_delay(self.retry_base * 16)
+                    .with_max_times(MAX_RETRIES)
+                    .with_jitter(),
+            )
+            .when(|a: &Attempt| a.error.status == Some(429) || (idempotent && a.transient))
+            .adjust(|a: &Attempt, d| match (a.retry_after, d) {
+                (Some(ra), Some(_)) => Some(ra.min(MAX_RETRY_AFTER)),
+                (_, d) => d,
+            })
+            .notify(|a: &Attempt, d| {
+                tracing::warn!(platform = "elevenlabs", path, error = %a.error, delay_ms = d.as_millis() as u64, "voice platform call failed; retrying");
+            })
+            .await
+            .map_err(|a| a.error)
+    }
+
+    async fn once(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<Value>,
+    ) -> Result<Value, Attempt> {
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))
@@ -61,23 +109,41 @@ impl ElevenLabs {
         let req = span.in_scope(|| crate::telemetry::trace::inject(req));
         let resp = tracing::Instrument::instrument(req.send(), span)
             .await
-            .map_err(|e| {
+            .map_err(|e| Attempt {
                 // reqwest's message names the URL but never the headers, so no key leaks.
-                ProviderError::new(format!("request to ElevenLabs failed: {}", e.without_url()))
+                error: ProviderError::new(format!(
+                    "request to ElevenLabs failed: {}",
+                    e.without_url()
+                )),
+                retry_after: None,
+                transient: true,
             })?;
         let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
         let text = resp.text().await.unwrap_or_default();
         if !status.is_success() {
-            return Err(ProviderError {
-                message: error_message(status, &text),
-                status: Some(status.as_u16()),
+            return Err(Attempt {
+                error: ProviderError {
+                    message: error_message(status, &text),
+                    status: Some(status.as_u16()),
+                },
+                retry_after,
+                transient: status == StatusCode::REQUEST_TIMEOUT || status.is_server_error(),
             });
         }
         if text.trim().is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_str(&text)
-            .map_err(|e| ProviderError::new(format!("ElevenLabs answered with invalid JSON: {e}")))
+        serde_json::from_str(&text).map_err(|e| Attempt {
+            error: ProviderError::new(format!("ElevenLabs answered with invalid JSON: {e}")),
+            retry_after: None,
+            transient: false,
+        })
     }
 }
 

@@ -358,6 +358,7 @@ pub fn build(
             Ok(Arc::new(elevenlabs::ElevenLabs::new(
                 &config.elevenlabs_base_url,
                 key,
+                retry_base(config),
             )?))
         }
         "vapi" => {

@@ -803,6 +803,7 @@ async fn elevenlabs_gets_webhook_tools_as_server_tools_and_built_ins_as_equivale
         genied::voice::elevenlabs::ElevenLabs::new(
             &format!("{}/", fake.base),
             genied::config::Secret(KEY.into()),
+            std::time::Duration::from_millis(1),
         )
         .unwrap(),
     );

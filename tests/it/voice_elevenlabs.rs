@@ -34,7 +34,12 @@ fn spec() -> AgentSpec {
 #[tokio::test]
 async fn agent_lifecycle_sends_the_documented_requests() {
     let fake = FakeElevenLabs::start().await;
-    let el = ElevenLabs::new(&format!("{}/", fake.base), Secret(KEY.into())).unwrap();
+    let el = ElevenLabs::new(
+        &format!("{}/", fake.base),
+        Secret(KEY.into()),
+        std::time::Duration::from_millis(1),
+    )
+    .unwrap();
     let id = el.create_agent(&spec()).await.unwrap();
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 1);
@@ -108,7 +113,12 @@ async fn agent_lifecycle_sends_the_documented_requests() {
 #[tokio::test]
 async fn provider_errors_carry_status_and_message() {
     let fake = FakeElevenLabs::start().await;
-    let el = ElevenLabs::new(&fake.base, Secret(KEY.into())).unwrap();
+    let el = ElevenLabs::new(
+        &fake.base,
+        Secret(KEY.into()),
+        std::time::Duration::from_millis(1),
+    )
+    .unwrap();
     let mut bad = spec();
     bad.temperature = Some(3.0);
     let e = el.create_agent(&bad).await.unwrap_err();
@@ -121,7 +131,12 @@ async fn provider_errors_carry_status_and_message() {
     );
     assert_eq!(fake.agent_count(), 0);
 
-    let wrong = ElevenLabs::new(&fake.base, Secret("wrong".into())).unwrap();
+    let wrong = ElevenLabs::new(
+        &fake.base,
+        Secret("wrong".into()),
+        std::time::Duration::from_millis(1),
+    )
+    .unwrap();
     let e = wrong.create_agent(&spec()).await.unwrap_err();
     assert_eq!(
         (e.status, e.message.as_str()),
@@ -146,7 +161,12 @@ async fn provider_errors_carry_status_and_message() {
 #[tokio::test]
 async fn documents_voices_numbers_and_conversations() {
     let fake = FakeElevenLabs::start().await;
-    let el = ElevenLabs::new(&fake.base, Secret(KEY.into())).unwrap();
+    let el = ElevenLabs::new(
+        &fake.base,
+        Secret(KEY.into()),
+        std::time::Duration::from_millis(1),
+    )
+    .unwrap();
     let doc = el
         .create_document("FAQ", "Opening hours: 9-5")
         .await
@@ -224,4 +244,39 @@ async fn documents_voices_numbers_and_conversations() {
         el.get_conversation("nope").await.unwrap_err().status,
         Some(404)
     );
+}
+
+/// What is safe to repeat is repeated: a 429 (ElevenLabs did nothing) whatever the method, a
+/// 5xx on an update; a 5xx on a create is not repeated (it may have made the agent), and a
+/// failure that outlasts the retries comes back with the platform's status.
+#[tokio::test]
+async fn rate_limits_and_server_errors_are_retried_where_safe() {
+    let fake = FakeElevenLabs::start().await;
+    let el = ElevenLabs::new(
+        &fake.base,
+        Secret(KEY.into()),
+        std::time::Duration::from_millis(1),
+    )
+    .unwrap();
+    let count = |m: &str| fake.requests().iter().filter(|r| r.method == m).count();
+
+    fake.fail_times("create_agent", 429, 2);
+    let id = el.create_agent(&spec()).await.unwrap();
+    assert_eq!(count("POST"), 3, "two 429s, then the create");
+    assert_eq!(fake.agent_count(), 1);
+
+    fake.fail_times("update_agent", 503, 2);
+    el.update_agent(&id, &spec()).await.unwrap();
+    assert_eq!(count("PATCH"), 3, "two 503s, then the update");
+
+    fake.fail_times("create_agent", 500, 1);
+    let e = el.create_agent(&spec()).await.unwrap_err();
+    assert_eq!(e.status, Some(500));
+    assert_eq!(count("POST"), 4, "a failed create is not repeated");
+    assert_eq!(fake.agent_count(), 1);
+
+    fake.fail("update_agent", 502);
+    let e = el.update_agent(&id, &spec()).await.unwrap_err();
+    assert_eq!(e.status, Some(502));
+    assert_eq!(count("PATCH"), 3 + 5, "the first attempt and four retries");
 }

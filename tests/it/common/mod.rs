@@ -106,6 +106,8 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     c.listen = "127.0.0.1:0".into();
     c.job_poll_ms = 20;
     c.allow_private_outbound = true;
+    // Voice platforms' fakes answer at once; a retried failure need not wait half a second.
+    c.provider_retry_base_ms = 5;
     // The service runs in this test process; uploaded files are read by the real genied
     // binary in a child process, as under `genied serve`.
     c.extract_exe = Some(env!("CARGO_BIN_EXE_genied").into());

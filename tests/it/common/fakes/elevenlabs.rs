@@ -37,6 +37,8 @@ pub struct FakeState {
     pub deployments: HashMap<String, Value>,
     /// Operation name (`create_agent`, `update_agent`, `delete_agent`, ...) → status to answer.
     pub failures: HashMap<String, u16>,
+    /// Operation → (status, how many more times to answer it before answering normally).
+    pub failures_left: HashMap<String, (u16, u32)>,
     seq: u64,
 }
 
@@ -111,7 +113,25 @@ fn begin(
     Ok(parsed)
 }
 
-fn failing(st: &FakeState, op: &str) -> Option<Response> {
+fn failing(st: &mut FakeState, op: &str) -> Option<Response> {
+    if let Some((status, left)) = st.failures_left.get_mut(op)
+        && *left > 0
+    {
+        *left -= 1;
+        let r = if *status == 429 {
+            let mut r = detail(429, "rate_limited", "Too many requests");
+            r.headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("0"));
+            r
+        } else {
+            detail(
+                *status,
+                "internal_error",
+                &format!("{op} failed in the fake"),
+            )
+        };
+        return Some(r);
+    }
     st.failures
         .get(op)
         .map(|s| detail(*s, "internal_error", &format!("{op} failed in the fake")))
@@ -294,7 +314,7 @@ async fn create_agent(State(s): S, headers: HeaderMap, body: Bytes) -> Response 
         Ok(b) => b,
         Err(r) => return r,
     };
-    if let Some(r) = failing(&st, "create_agent") {
+    if let Some(r) = failing(&mut st, "create_agent") {
         return r;
     }
     if !b["conversation_config"].is_object() {
@@ -337,7 +357,7 @@ async fn agent(
         Method::PATCH => "update_agent",
         _ => "delete_agent",
     };
-    if let Some(r) = failing(&st, op) {
+    if let Some(r) = failing(&mut st, op) {
         return r;
     }
     if !st.agents.contains_key(&id) {
@@ -408,7 +428,7 @@ async fn branches(
         Ok(b) => b,
         Err(r) => return r,
     };
-    if let Some(r) = failing(&st, "branches") {
+    if let Some(r) = failing(&mut st, "branches") {
         return r;
     }
     let Some(agent) = st.agents.get(&id).cloned() else {
@@ -527,7 +547,7 @@ async fn kb_text(State(s): S, headers: HeaderMap, body: Bytes) -> Response {
         Ok(b) => b,
         Err(r) => return r,
     };
-    if let Some(r) = failing(&st, "create_document") {
+    if let Some(r) = failing(&mut st, "create_document") {
         return r;
     }
     if !b["text"].is_string() {
@@ -577,7 +597,7 @@ async fn phone_create(State(s): S, headers: HeaderMap, body: Bytes) -> Response 
         Ok(b) => b,
         Err(r) => return r,
     };
-    if let Some(r) = failing(&st, "create_phone") {
+    if let Some(r) = failing(&mut st, "create_phone") {
         return r;
     }
     let e164 = b["phone_number"]
@@ -614,7 +634,7 @@ async fn phone(State(s): S, Path(id): Path<String>, headers: HeaderMap, body: By
         Ok(b) => b,
         Err(r) => return r,
     };
-    if let Some(r) = failing(&st, "update_phone") {
+    if let Some(r) = failing(&mut st, "update_phone") {
         return r;
     }
     let Some(p) = st.phone_numbers.get_mut(&id) else {
@@ -731,6 +751,14 @@ impl FakeElevenLabs {
             .unwrap()
             .failures
             .insert(op.to_string(), status);
+    }
+    /// Answers `op` with `status` the next `times` times only (a 429 with `Retry-After: 0`).
+    pub fn fail_times(&self, op: &str, status: u16, times: u32) {
+        self.state
+            .lock()
+            .unwrap()
+            .failures_left
+            .insert(op.to_string(), (status, times));
     }
     pub fn heal(&self, op: &str) {
         self.state.lock().unwrap().failures.remove(op);
