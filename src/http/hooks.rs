@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::db;
 use crate::error::{ApiError, ApiResult};
-use crate::service::{campaign_calls, conversations};
+use crate::service::{campaign_calls, campaigns, conversations};
 use crate::state::AppState;
 use crate::voice::{ConversationDetail, Turn};
 
@@ -301,7 +301,7 @@ async fn receive_vapi(app: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiRe
         call["endedReason"].as_str().unwrap_or("").to_string(),
     );
     let out = ingest(app, detail).await?;
-    campaign_calls::platform_call_ended(
+    campaigns::platform_call_ended(
         app,
         &pid,
         campaign_calls::vapi_outcome(&reason),
@@ -400,7 +400,7 @@ async fn receive_retell(app: &AppState, headers: &HeaderMap, body: &[u8]) -> Api
             .to_string(),
     );
     let out = ingest(app, detail).await?;
-    campaign_calls::platform_call_ended(
+    campaigns::platform_call_ended(
         app,
         &pid,
         campaign_calls::retell_outcome(&reason),

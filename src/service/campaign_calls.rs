@@ -7,15 +7,29 @@
 
 use serde_json::json;
 
-use crate::db::campaigns::{self as repo, Campaign};
+use crate::db::campaigns::{self as repo, Call, Campaign};
 use crate::db::{self, leads};
 use crate::error::{ApiError, ApiResult};
 use crate::llm::{ChatRequest, Llm, Message};
-use crate::service::campaigns::{CallEnd, Dial};
 use crate::service::conversations::{self, By};
 use crate::state::AppState;
 use crate::voice::local::{Pickup, simulated_pickup};
 use crate::voice::{ConversationDetail, OutboundCall, Turn};
+
+/// One call to place.
+#[derive(Clone)]
+pub(crate) struct Dial {
+    pub call: Call,
+    pub campaign: Campaign,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone)]
+pub struct CallEnd {
+    pub outcome: String,
+    pub conversation_id: Option<String>,
+    pub error: Option<String>,
+}
 
 /// The system prompt of the simulated callee; the fake endpoint of the tests and anyone
 /// reading the model's logs can tell its requests by it.
@@ -376,26 +390,6 @@ pub fn retell_outcome(reason: &str) -> (&'static str, Option<String>) {
             ("failed", Some(format!("Retell ended the call: {r}")))
         }
         _ => ("completed", None),
-    }
-}
-
-/// Records the outcome of a platform's end-of-call event when the call was a campaign's.
-pub async fn platform_call_ended(
-    app: &AppState,
-    provider_call_id: &str,
-    outcome: (&'static str, Option<String>),
-    conversation_id: Option<&str>,
-) {
-    if let Err(e) = crate::service::campaigns::provider_outcome(
-        app,
-        provider_call_id,
-        outcome.0,
-        conversation_id,
-        outcome.1.as_deref(),
-    )
-    .await
-    {
-        tracing::error!(error = %e, call = %provider_call_id, "could not record a campaign call's outcome");
     }
 }
 

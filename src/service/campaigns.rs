@@ -24,6 +24,7 @@ use crate::db::campaigns::{self as repo, Call, Campaign, Target};
 use crate::db::{self, leads};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::service::campaign_calls::Dial;
 use crate::state::AppState;
 
 /// Job kind that moves a running campaign along.
@@ -402,13 +403,6 @@ struct Fill {
     completed: Option<Value>,
 }
 
-/// One call to place.
-#[derive(Clone)]
-pub(crate) struct Dial {
-    pub call: Call,
-    pub campaign: Campaign,
-}
-
 /// Claims the due targets a running campaign has room for and marks their calls `dialing`;
 /// closes targets that may no longer be called; completes the campaign when nothing is left.
 /// One write transaction, so concurrent passes never exceed the limits together.
@@ -660,14 +654,6 @@ fn run_call(app: AppState, d: Dial) -> Pin<Box<dyn Future<Output = ()> + Send>> 
     })
 }
 
-/// How a call ended.
-#[derive(Debug, Clone)]
-pub struct CallEnd {
-    pub outcome: String,
-    pub conversation_id: Option<String>,
-    pub error: Option<String>,
-}
-
 /// Ends a call in the database: its target is retried later (no-answer and busy while
 /// attempts remain and the campaign is not cancelled) or closed with the outcome, and the
 /// lead's activity log says what happened. Returns false when the call had already ended.
@@ -846,6 +832,26 @@ pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// Records the outcome of a platform's end-of-call event when the call was a campaign's.
+pub async fn platform_call_ended(
+    app: &AppState,
+    provider_call_id: &str,
+    outcome: (&'static str, Option<String>),
+    conversation_id: Option<&str>,
+) {
+    if let Err(e) = provider_outcome(
+        app,
+        provider_call_id,
+        outcome.0,
+        conversation_id,
+        outcome.1.as_deref(),
+    )
+    .await
+    {
+        tracing::error!(error = %e, call = %provider_call_id, "could not record a campaign call's outcome");
+    }
 }
 
 #[cfg(test)]

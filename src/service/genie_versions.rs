@@ -547,7 +547,7 @@ async fn mirror_traffic(
             crate::voice::TrafficShare {
                 version: v,
                 weight: w.max(0) as u64,
-                spec: crate::service::genies::agent_spec(&g, kb.clone()),
+                spec: agent_spec(&g, kb.clone()),
             }
         })
         .collect();
@@ -622,6 +622,41 @@ pub async fn discard(app: &AppState, genie_id: &str) -> ApiResult<()> {
             Ok(())
         })
         .await
+}
+
+/// What the voice provider is told about this genie.
+pub fn agent_spec(
+    g: &GenieRow,
+    knowledge_base: Vec<crate::voice::KbDocRef>,
+) -> crate::voice::AgentSpec {
+    let num = |p: &str| g.settings.pointer(p).and_then(serde_json::Value::as_f64);
+    crate::voice::AgentSpec {
+        name: g.name.clone(),
+        system_prompt: g.system_prompt.clone(),
+        first_message: g.first_message.clone(),
+        language: g
+            .settings
+            .pointer("/conversation_config/agent/language")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        multilingual: g.multilingual,
+        voice_id: g.voice_id.clone(),
+        llm_model: g.llm_model.clone(),
+        temperature: g.temperature,
+        max_tokens: g.max_tokens,
+        stability: num("/conversation_config/tts/stability"),
+        similarity_boost: num("/conversation_config/tts/similarity_boost"),
+        speed: num("/conversation_config/tts/speed"),
+        max_duration_seconds: g.max_duration_seconds,
+        turn_timeout_seconds: g.turn_timeout_seconds,
+        silence_end_seconds: g.silence_end_seconds,
+        turn_mode: Some(g.turn_mode.clone()),
+        knowledge_base,
+        tools: crate::service::genie_tools::parse(&g.tools)
+            .iter()
+            .map(crate::service::genie_tools::agent_tool)
+            .collect(),
+    }
 }
 
 #[cfg(test)]

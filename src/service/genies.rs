@@ -14,7 +14,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 use crate::service::genie_versions;
 use crate::state::AppState;
-use crate::voice::{AgentSpec, KbDocRef};
+use crate::voice::AgentSpec;
 
 /// Job kind that removes a deleted genie's agent and numbers from the provider.
 pub const CLEANUP_JOB: &str = "genie.cleanup";
@@ -411,34 +411,6 @@ pub async fn apply(
     })
 }
 
-/// What the voice provider is told about this genie.
-pub fn agent_spec(g: &GenieRow, knowledge_base: Vec<KbDocRef>) -> AgentSpec {
-    let num = |p: &str| g.settings.pointer(p).and_then(Value::as_f64);
-    AgentSpec {
-        name: g.name.clone(),
-        system_prompt: g.system_prompt.clone(),
-        first_message: g.first_message.clone(),
-        language: g
-            .settings
-            .pointer("/conversation_config/agent/language")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        multilingual: g.multilingual,
-        voice_id: g.voice_id.clone(),
-        llm_model: g.llm_model.clone(),
-        temperature: g.temperature,
-        max_tokens: g.max_tokens,
-        stability: num("/conversation_config/tts/stability"),
-        similarity_boost: num("/conversation_config/tts/similarity_boost"),
-        speed: num("/conversation_config/tts/speed"),
-        max_duration_seconds: g.max_duration_seconds,
-        turn_timeout_seconds: g.turn_timeout_seconds,
-        silence_end_seconds: g.silence_end_seconds,
-        turn_mode: Some(g.turn_mode.clone()),
-        knowledge_base,
-        tools: crate::service::genie_tools::parse(&g.tools)
-            .iter()
-            .map(crate::service::genie_tools::agent_tool)
-            .collect(),
-    }
-}
+/// What the voice provider is told about this genie (kept beside the versions, which
+/// build it too, so the two modules do not import each other).
+pub use super::genie_versions::agent_spec;
