@@ -16,24 +16,13 @@ use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::config::Secret;
+use crate::voice::http::{Attempt, retry_after, with_retries};
 
 pub struct ElevenLabs {
     base: String,
     key: Secret,
     http: reqwest::Client,
     retry_base: Duration,
-}
-
-/// Retries after the first attempt (as for Vapi and Retell, `voice::http`).
-const MAX_RETRIES: usize = 4;
-/// The most of ElevenLabs' own `Retry-After` honoured.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
-
-/// A failed attempt, with what the retry policy needs to know.
-struct Attempt {
-    error: ProviderError,
-    retry_after: Option<Duration>,
-    transient: bool,
 }
 
 impl ElevenLabs {
@@ -50,10 +39,9 @@ impl ElevenLabs {
         })
     }
 
-    /// One logical call: a 429 is retried whatever the method (ElevenLabs did nothing), a
-    /// 5xx or a failed connection only when repeating is harmless (not a POST, which may
-    /// create twice), with exponential backoff and ElevenLabs' `Retry-After`. An empty 2xx
-    /// body is `Null`.
+    /// One logical call, retried as Vapi's and Retell's are (`voice::http`): a 429 whatever
+    /// the method, a 5xx or a failed connection only when it is not a POST, which may create
+    /// twice. An empty 2xx body is `Null`.
     async fn call(
         &self,
         method: Method,
@@ -61,27 +49,11 @@ impl ElevenLabs {
         query: &[(&str, String)],
         body: Option<Value>,
     ) -> ProviderResult<Value> {
-        use backon::{ExponentialBuilder, Retryable};
         let idempotent = method != Method::POST;
-        let attempt = || self.once(method.clone(), path, query, body.clone());
-        attempt
-            .retry(
-                ExponentialBuilder::default()
-                    .with_min_delay(self.retry_base)
-                    .with_max_delay(self.retry_base * 16)
-                    .with_max_times(MAX_RETRIES)
-                    .with_jitter(),
-            )
-            .when(|a: &Attempt| a.error.status == Some(429) || (idempotent && a.transient))
-            .adjust(|a: &Attempt, d| match (a.retry_after, d) {
-                (Some(ra), Some(_)) => Some(ra.min(MAX_RETRY_AFTER)),
-                (_, d) => d,
-            })
-            .notify(|a: &Attempt, d| {
-                tracing::warn!(platform = "elevenlabs", path, error = %a.error, delay_ms = d.as_millis() as u64, "voice platform call failed; retrying");
-            })
-            .await
-            .map_err(|a| a.error)
+        with_retries("elevenlabs", path, self.retry_base, idempotent, || {
+            self.once(method.clone(), path, query, body.clone())
+        })
+        .await
     }
 
     async fn once(
@@ -119,12 +91,7 @@ impl ElevenLabs {
                 transient: true,
             })?;
         let status = resp.status();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after(&resp);
         let text = resp.text().await.unwrap_or_default();
         if !status.is_success() {
             return Err(Attempt {

@@ -1,6 +1,6 @@
 //! The HTTP side shared by the Bearer-key platforms (Vapi, Retell): one request builder, the
 //! platform's error words turned into `ProviderError`, and retries with exponential backoff
-//! (backon) for what is safe to repeat.
+//! (backon) for what is safe to repeat ([`with_retries`], which ElevenLabs uses too).
 //!
 //! What is retried: a 429 always (the platform refused before doing anything) and a 408,
 //! 5xx or network failure only for requests that are idempotent (GET, PUT, DELETE and the
@@ -40,10 +40,53 @@ pub struct BearerClient {
 }
 
 /// A failed attempt, with what the retry policy needs to know.
-struct Attempt {
-    error: ProviderError,
-    retry_after: Option<Duration>,
-    transient: bool,
+pub(super) struct Attempt {
+    pub error: ProviderError,
+    pub retry_after: Option<Duration>,
+    pub transient: bool,
+}
+
+/// Runs `attempt` until it succeeds or the policy of this module says stop: a 429 always
+/// retried, a transient failure only when `idempotent`; exponential backoff from
+/// `retry_base` with jitter, the platform's `Retry-After` winning within reason.
+pub(super) async fn with_retries<F, Fut>(
+    platform: &'static str,
+    path: &str,
+    retry_base: Duration,
+    idempotent: bool,
+    attempt: F,
+) -> ProviderResult<Value>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Value, Attempt>>,
+{
+    attempt
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(retry_base)
+                .with_max_delay(retry_base * 16)
+                .with_max_times(MAX_RETRIES)
+                .with_jitter(),
+        )
+        .when(|a: &Attempt| a.error.status == Some(429) || (idempotent && a.transient))
+        .adjust(|a: &Attempt, d| match (a.retry_after, d) {
+            (Some(ra), Some(_)) => Some(ra.min(MAX_RETRY_AFTER)),
+            (_, d) => d,
+        })
+        .notify(|a: &Attempt, d| {
+            tracing::warn!(platform, path, error = %a.error, delay_ms = d.as_millis() as u64, "voice platform call failed; retrying");
+        })
+        .await
+        .map_err(|a| a.error)
+}
+
+/// A response's `Retry-After` in seconds, when it gives one.
+pub(super) fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
+    resp.headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
 }
 
 impl BearerClient {
@@ -100,26 +143,10 @@ impl BearerClient {
         body: Body,
         idempotent: bool,
     ) -> ProviderResult<Value> {
-        let attempt = || self.once(method.clone(), path, query, &body);
-        attempt
-            .retry(
-                ExponentialBuilder::default()
-                    .with_min_delay(self.retry_base)
-                    .with_max_delay(self.retry_base * 16)
-                    .with_max_times(MAX_RETRIES)
-                    .with_jitter(),
-            )
-            .when(|a: &Attempt| a.error.status == Some(429) || (idempotent && a.transient))
-            .adjust(|a: &Attempt, d| match (a.retry_after, d) {
-                // The platform's own wait wins over ours, within reason.
-                (Some(ra), Some(_)) => Some(ra.min(MAX_RETRY_AFTER)),
-                (_, d) => d,
-            })
-            .notify(|a: &Attempt, d| {
-                tracing::warn!(platform = self.platform, path, error = %a.error, delay_ms = d.as_millis() as u64, "voice platform call failed; retrying");
-            })
-            .await
-            .map_err(|a| a.error)
+        with_retries(self.platform, path, self.retry_base, idempotent, || {
+            self.once(method.clone(), path, query, &body)
+        })
+        .await
     }
 
     async fn once(
@@ -152,12 +179,7 @@ impl BearerClient {
             transient: true,
         })?;
         let status = resp.status();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after(&resp);
         let text = resp.text().await.unwrap_or_default();
         if !status.is_success() {
             return Err(Attempt {
