@@ -245,20 +245,28 @@ async fn forgot_password_answers_alike_and_mails_a_one_time_hashed_token() {
         .unwrap();
     assert_eq!(plain, 0);
     assert_eq!(stored, genied::auth::keys::hash(&token));
-    // The mail log keeps the message without its link.
-    let t2 = token.clone();
-    let (logged, leaked): (i64, i64) = app
-        .state
-        .db
-        .read(move |c| {
-            Ok(c.query_row(
-                "SELECT COUNT(*), SUM(CASE WHEN instr(body, ?1) > 0 THEN 1 ELSE 0 END) FROM email_logs",
-                [&t2],
-                |r| Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
-            )?)
-        })
-        .await
-        .unwrap();
+    // The mail log keeps the message without its link. Its row is written after the SMTP
+    // server took the mail, so it is waited for (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (logged, leaked) = loop {
+        let t2 = token.clone();
+        let (logged, leaked): (i64, i64) = app
+            .state
+            .db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*), SUM(CASE WHEN instr(body, ?1) > 0 THEN 1 ELSE 0 END) FROM email_logs",
+                    [&t2],
+                    |r| Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
+                )?)
+            })
+            .await
+            .unwrap();
+        if logged > 0 || std::time::Instant::now() > deadline {
+            break (logged, leaked);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     assert_eq!((logged, leaked), (1, 0));
 
     // A weak password is refused and leaves the token usable.
