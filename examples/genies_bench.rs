@@ -186,6 +186,7 @@ fn row(user_id: &str, i: usize) -> GenieRow {
         silence_end_seconds: None,
         turn_mode: "silence".into(),
         max_calls: None,
+        max_calls_per_minute: None,
         settings: json!({}),
         branding: json!({}),
         support_emails: json!([]),

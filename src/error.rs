@@ -34,6 +34,9 @@ pub enum Kind {
     PayloadTooLarge,
     /// Too many requests; `retry_after` says when to come back.
     RateLimited,
+    /// The genie has started as many calls in the last minute as its `max_calls_per_minute`
+    /// allows; `retry_after` says when the next may start.
+    CallRateLimited,
     /// A configured outside service (voice provider, LLM, a remote address) failed.
     Upstream,
     /// A fault of ours; the detail is in the log, not in the message.
@@ -124,6 +127,12 @@ impl ApiError {
             Kind::RateLimited,
             format!("rate limit exceeded; retry in {retry_after} s"),
         );
+        e.retry_after = Some(retry_after);
+        e
+    }
+    /// A genie's call rate is used up for now; the next call may start in `retry_after` s.
+    pub fn call_rate_limited(message: impl Into<String>, retry_after: u64) -> Self {
+        let mut e = Self::new(Kind::CallRateLimited, message);
         e.retry_after = Some(retry_after);
         e
     }

@@ -39,6 +39,8 @@ pub struct GenieRow {
     pub silence_end_seconds: Option<f64>,
     pub turn_mode: String,
     pub max_calls: Option<i64>,
+    /// Calls the genie may start in any 60 s, across its campaigns and `call` (None: any).
+    pub max_calls_per_minute: Option<i64>,
     pub settings: Value,
     pub branding: Value,
     pub support_emails: Value,
@@ -57,7 +59,7 @@ pub struct GenieRow {
 const COLS: &str = "id, user_id, external_agent_id, name, description, use_case, category, brand, system_prompt, \
     first_message, voice_id, llm_model, temperature, max_tokens, is_active, setup_completed, send_conversation_reports, \
     voice_disabled, multilingual, max_duration_seconds, turn_timeout_seconds, silence_end_seconds, turn_mode, max_calls, \
-    settings, branding, support_emails, page_slug, web_welcome_message, group_id, sort_order, created_at, updated_at, tools, allowed_origins";
+    settings, branding, support_emails, page_slug, web_welcome_message, group_id, sort_order, created_at, updated_at, tools, allowed_origins, max_calls_per_minute";
 
 fn from_row(r: &Row) -> rusqlite::Result<GenieRow> {
     Ok(GenieRow {
@@ -96,12 +98,13 @@ fn from_row(r: &Row) -> rusqlite::Result<GenieRow> {
         updated_at: r.get(32)?,
         tools: json_col(r.get(33)?, json!([])),
         allowed_origins: json_col(r.get(34)?, json!([])),
+        max_calls_per_minute: r.get(35)?,
     })
 }
 
 /// The columns `insert` and `save` both write, in the order of `written_values`: every
 /// column but `id`, `user_id` and `created_at`, which never change after the insert.
-const WRITTEN: [&str; 33] = [
+const WRITTEN: [&str; 34] = [
     "external_agent_id",
     "name",
     "name_lower",
@@ -135,11 +138,12 @@ const WRITTEN: [&str; 33] = [
     "updated_at",
     "tools",
     "allowed_origins",
+    "max_calls_per_minute",
 ];
 
 /// The values of the `WRITTEN` columns, in the same order, so one list serves both the insert
 /// and the update.
-fn written_values(g: &GenieRow) -> [Sql; 33] {
+fn written_values(g: &GenieRow) -> [Sql; 34] {
     [
         g.external_agent_id.clone().into(),
         g.name.clone().into(),
@@ -174,6 +178,7 @@ fn written_values(g: &GenieRow) -> [Sql; 33] {
         g.updated_at.clone().into(),
         g.tools.to_string().into(),
         g.allowed_origins.to_string().into(),
+        g.max_calls_per_minute.into(),
     ]
 }
 

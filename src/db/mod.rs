@@ -8,6 +8,7 @@ pub mod activities;
 pub mod analytics;
 pub mod api_keys;
 pub mod auth_epoch;
+pub mod call_starts;
 pub mod campaigns;
 pub mod conversation_figures;
 pub mod conversations;

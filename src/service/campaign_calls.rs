@@ -79,7 +79,7 @@ pub async fn preflight(app: &AppState, k: &Campaign) -> ApiResult<()> {
 }
 
 /// `{{name}}` values: the campaign's, and `lead_name`.
-fn variables(
+pub(crate) fn variables(
     k: &Campaign,
     lead: Option<&leads::Lead>,
 ) -> std::collections::BTreeMap<String, String> {
@@ -155,33 +155,73 @@ async fn place_inner(app: &AppState, d: &Dial) -> ApiResult<()> {
         .await
 }
 
-/// Simulates a call of the local provider: who picks up is decided by the number (see
-/// `voice::local::simulated_pickup`); an answered call is a conversation between the genie
-/// and the simulated callee, stored and analysed like a platform's.
+/// A call the local provider simulates: a campaign's, or one `genies call` placed.
+pub(crate) struct SimCall {
+    /// The conversation of an answered call is stored under this platform-style id.
+    pub conversation_id: String,
+    pub genie_id: String,
+    pub lead_id: Option<i64>,
+    pub phone: String,
+    pub attempt: i64,
+    /// The campaign's name and persona, for a campaign call.
+    pub campaign: Option<(String, Option<String>)>,
+    pub variables: std::collections::BTreeMap<String, String>,
+    /// What the stored conversation's metadata says of where the call came from.
+    pub metadata: serde_json::Value,
+}
+
+/// Simulates a campaign call of the local provider: who picks up is decided by the number
+/// (see `voice::local::simulated_pickup`); an answered call is a conversation between the
+/// genie and the simulated callee, stored and analysed like a platform's.
 pub(crate) async fn simulate(app: &AppState, d: &Dial) -> CallEnd {
-    match simulated_pickup(&d.call.phone, d.call.attempt) {
+    let k = &d.campaign;
+    let lid = d.call.lead_id;
+    let lead = app
+        .db
+        .read(move |c| Ok(leads::get(c, lid)?))
+        .await
+        .ok()
+        .flatten();
+    let sim = SimCall {
+        conversation_id: format!("sim_{}", d.call.id),
+        genie_id: k.genie_id.clone(),
+        lead_id: Some(d.call.lead_id),
+        phone: d.call.phone.clone(),
+        attempt: d.call.attempt,
+        campaign: Some((k.name.clone(), k.persona.clone())),
+        variables: variables(k, lead.as_ref()),
+        metadata: json!({"campaign_id": k.id, "campaign_call_id": d.call.id}),
+    };
+    simulate_call(app, &sim).await
+}
+
+/// Simulates one call of the local provider (see [`simulate`]).
+pub(crate) async fn simulate_call(app: &AppState, sim: &SimCall) -> CallEnd {
+    match simulated_pickup(&sim.phone, sim.attempt) {
         Pickup::NoAnswer => end("no_answer", None, None),
         Pickup::Busy => end("busy", None, None),
-        Pickup::Answered => match converse(app, d).await {
+        Pickup::Answered => match converse(app, sim).await {
             Ok(conv) => end("completed", Some(conv), None),
             Err(e) => end("failed", None, Some(e)),
         },
     }
 }
 
-async fn converse(app: &AppState, d: &Dial) -> Result<String, String> {
+async fn converse(app: &AppState, sim: &SimCall) -> Result<String, String> {
     let llm = app.llm.as_ref().ok_or(
         "no language model is configured (--llm-base-url): the local provider cannot simulate the conversation",
     )?;
-    let k = &d.campaign;
-    let (gid, lid) = (k.genie_id.clone(), d.call.lead_id);
+    let (gid, lid) = (sim.genie_id.clone(), sim.lead_id);
     let (genie, gref, lead) = app
         .db
         .read(move |c| {
             Ok((
                 db::genies::find(c, &gid)?,
                 db::conversations::genie(c, &gid)?,
-                leads::get(c, lid)?,
+                match lid {
+                    Some(l) => leads::get(c, l)?,
+                    None => None,
+                },
             ))
         })
         .await
@@ -189,7 +229,7 @@ async fn converse(app: &AppState, d: &Dial) -> Result<String, String> {
     let (Some(genie), Some(gref)) = (genie, gref) else {
         return Err("the genie no longer exists".into());
     };
-    let vars = variables(k, lead.as_ref());
+    let vars = &sim.variables;
     let callee = lead
         .as_ref()
         .and_then(|l| l.name.clone())
@@ -198,32 +238,33 @@ async fn converse(app: &AppState, d: &Dial) -> Result<String, String> {
         .filter(|m| !m.is_empty())
         .unwrap_or(&llm.default_model)
         .to_string();
+    let purpose = match &sim.campaign {
+        Some((name, _)) => format!(" for the campaign '{name}'"),
+        None => String::new(),
+    };
     let genie_system = format!(
-        "{}\n\nYou placed this outbound phone call to {callee} ({}) for the campaign '{}'. Keep each reply short, as on the phone.",
+        "{}\n\nYou placed this outbound phone call to {callee} ({}){purpose}. Keep each reply short, as on the phone.",
         fill_in(
             genie
                 .system_prompt
                 .as_deref()
                 .filter(|p| !p.trim().is_empty())
                 .unwrap_or("You are a helpful assistant."),
-            &vars
+            vars
         ),
-        d.call.phone,
-        k.name
+        sim.phone,
     );
+    let persona = sim.campaign.as_ref().and_then(|(_, p)| p.as_deref());
     let callee_system = format!(
         "{CALLEE_PROMPT}\n\nYou are {callee}, answering your phone ({}).{}",
-        d.call.phone,
-        k.persona
-            .as_deref()
-            .map(|p| format!(" {p}"))
-            .unwrap_or_default()
+        sim.phone,
+        persona.map(|p| format!(" {p}")).unwrap_or_default()
     );
     let first = genie
         .first_message
         .as_deref()
         .filter(|m| !m.trim().is_empty())
-        .map(|m| fill_in(m, &vars))
+        .map(|m| fill_in(m, vars))
         .unwrap_or_else(|| format!("Hello, this is {}. Do you have a moment?", genie.name));
     let mut clock = 0.0;
     let mut transcript = vec![Turn {
@@ -275,21 +316,25 @@ async fn converse(app: &AppState, d: &Dial) -> Result<String, String> {
     }
     let duration = clock.ceil() as i64;
     let detail = ConversationDetail {
-        conversation_id: format!("sim_{}", d.call.id),
+        conversation_id: sim.conversation_id.clone(),
         agent_id: genie.external_agent_id.clone().unwrap_or_default(),
         status: "done".into(),
         start_time_unix_secs: chrono::Utc::now().timestamp() - duration,
         call_duration_secs: duration,
         transcript,
         summary: None,
-        metadata: json!({
-            "simulated": true,
-            "campaign_id": k.id,
-            "campaign_call_id": d.call.id,
-            "lead_id": d.call.lead_id,
-            "to": d.call.phone,
-            "direction": "outbound",
-        }),
+        metadata: {
+            let mut m = json!({
+                "simulated": true,
+                "lead_id": sim.lead_id,
+                "to": sim.phone,
+                "direction": "outbound",
+            });
+            for (k, v) in sim.metadata.as_object().into_iter().flatten() {
+                m[k] = v.clone();
+            }
+            m
+        },
     };
     let stored = conversations::store_provider_conversation(app, &gref, detail)
         .await
@@ -298,10 +343,13 @@ async fn converse(app: &AppState, d: &Dial) -> Result<String, String> {
     app.wake_jobs();
     // The lead called is the lead of this conversation when it has none yet, so the
     // analysis fills in what it lacks instead of capturing a second lead.
-    let (cid, lid) = (conv_id.clone(), d.call.lead_id);
+    let (cid, lid) = (conv_id.clone(), sim.lead_id);
     let linked = app
         .db
         .write(move |c| {
+            let Some(lid) = lid else {
+                return Ok(false);
+            };
             let Some(l) = leads::get(c, lid)? else {
                 return Ok(false);
             };

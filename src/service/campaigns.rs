@@ -455,6 +455,10 @@ fn fill_tx(
         genie_full = free <= 0;
         room = room.min(free);
     }
+    // The genie's call rate (`max_calls_per_minute`) counts its calls of every campaign and
+    // of `genies call` together; a call it holds back stays pending, never dropped.
+    let genie_rate = crate::service::calls::rate(c, &k.genie_id, now)?;
+    room = room.min(genie_rate.room);
     let (Some(hs), Some(he)) = (parse_hm(&k.hours_start), parse_hm(&k.hours_end)) else {
         return Err(ApiError::internal("campaign with unreadable calling hours"));
     };
@@ -531,6 +535,7 @@ fn fill_tx(
                 ended_at: None,
             };
             repo::insert_call(c, &call)?;
+            crate::service::calls::record_start(c, &call.id, &k.genie_id, Some(&k.id), now)?;
             repo::set_target(c, id, t.lead_id, "calling", call.attempt, &now_s, None)?;
             out.dials.push(Dial {
                 call,
@@ -554,12 +559,18 @@ fn fill_tx(
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&Utc));
     let rate_full = k.calls_per_minute - (recent.len() + out.dials.len()) as i64 <= 0;
+    let genie_rate_full = genie_rate.room - (out.dials.len() as i64) <= 0;
     let waiting = if !out.dials.is_empty() || open >= k.concurrency {
         None
     } else if genie_full {
         Some(format!(
             "the genie's limit of {} calls at once (max_calls) is reached",
             genie_cap.unwrap_or_default()
+        ))
+    } else if genie_rate_full {
+        Some(format!(
+            "the genie's limit of {} calls a minute (max_calls_per_minute) is reached",
+            genie_rate.limit.unwrap_or_default()
         ))
     } else if rate_full {
         Some(format!(
@@ -597,6 +608,11 @@ fn fill_tx(
     let latest = now + chrono::Duration::from_std(TICK_MAX).unwrap_or_default();
     let wake = if open >= k.concurrency {
         latest
+    } else if genie_rate_full {
+        genie_rate
+            .frees_at
+            .unwrap_or(now + chrono::Duration::seconds(60))
+            .min(latest)
     } else if rate_full {
         recent
             .first()

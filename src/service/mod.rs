@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod analytics;
 pub mod api_keys;
+pub mod calls;
 pub mod campaign_calls;
 pub mod campaigns;
 pub mod conversation_figures;

@@ -8,6 +8,7 @@ mod activities;
 mod api_keys;
 mod architecture;
 mod auth;
+mod calls;
 mod campaigns;
 mod cli;
 mod console;

@@ -453,6 +453,8 @@ async fn retell_calls_and_providers_that_cannot_call() {
         r.body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("cannot place outbound calls")
+            .contains("--llm-base-url"),
+        "the local provider simulates calls with the model, and has none: {}",
+        r.body
     );
 }

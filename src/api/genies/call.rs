@@ -1,18 +1,15 @@
-//! `call`: an outbound phone call from the genie's number through the genie's provider.
-//! A lead marked `do_not_call` is never called, named or not: the number is checked against
-//! every lead of the genie's owner.
+//! `call`: an outbound phone call from the genie's number through the genie's provider, or
+//! simulated on the local provider (`service::calls`). A lead marked `do_not_call` is never
+//! called, named or not: the number is checked against every lead of the genie's owner.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{load_manageable, phones_of};
+use super::load_manageable;
 use crate::api::{ActionRequest, Ctx, Reply};
-use crate::db::leads;
 use crate::error::{ApiError, ApiResult};
-use crate::knowledge::agents::voice_for;
-use crate::voice::OutboundCall;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -55,85 +52,23 @@ pub(super) async fn call(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         ));
     }
     let genie = load_manageable(ctx, &id).await?;
-    let (owner, lead_id, to) = (genie.user_id.clone(), body.lead_id, body.to.clone());
-    let lead_ok = ctx
-        .db()
-        .read(move |c| {
-            if let Some(l) = lead_id {
-                let lead = leads::get(c, l)?
-                    .filter(|lead| {
-                        lead.user_id == owner || lead.agent_owner.as_deref() == Some(&owner)
-                    })
-                    .ok_or_else(|| ApiError::not_found("lead"))?;
-                if lead.do_not_call {
-                    return Ok(Err(format!("lead {l} is marked do_not_call")));
-                }
-            }
-            if leads::phone_is_do_not_call(c, &owner, &to)? {
-                return Ok(Err(format!("{to} belongs to a lead marked do_not_call")));
-            }
-            Ok(Ok(()))
-        })
-        .await?;
-    if let Err(why) = lead_ok {
-        return Err(ApiError::conflict(format!("not calling: {why}")));
-    }
-    let voice = voice_for(&ctx.app, &id).await?;
-    if !voice.supports_calls() {
-        return Err(ApiError::validation(format!(
-            "the genie's voice provider '{}' cannot place outbound calls",
-            voice.name()
-        )));
-    }
-    let phone = phones_of(ctx, &id)
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| {
-            ApiError::validation("the genie has no phone number to call from; attach one first")
-        })?;
-    let agent = genie
-        .external_agent_id
-        .clone()
-        .ok_or_else(|| ApiError::upstream("the genie has no agent at the voice provider"))?;
-    let out = OutboundCall {
-        agent_id: agent,
-        from_number: phone.number.clone(),
-        from_external_id: phone.external_id.clone().unwrap_or_default(),
-        to: body.to.clone(),
-        variables: body.variables.clone(),
-        metadata: json!({"genie_id": id, "lead_id": body.lead_id}),
-    };
-    let call_id = voice.start_call(&out).await?;
-    if let Some(l) = body.lead_id {
-        let (uid, meta) = (
-            ctx.user_id().to_string(),
-            json!({"call_id": call_id, "provider": voice.name(), "genie_id": id, "to": body.to}),
-        );
-        let desc = format!(
-            "outbound call to {} started by genie '{}'",
-            body.to, genie.name
-        );
-        ctx.db()
-            .write(move |c| {
-                leads::log(c, l, Some(&uid), "call", Some(&desc), Some(&meta))?;
-                Ok(())
-            })
-            .await?;
-    }
-    Ok(Reply::ok(json!({"call": {
-        "id": call_id,
-        "provider": voice.name(),
-        "from": phone.number,
-        "to": body.to,
-        "lead_id": body.lead_id,
-        "status": "queued",
-    }}))
-    .record(&id)
-    .summary(format!(
-        "started a call from genie '{}' to {}",
-        genie.name, body.to
-    )))
+    let call = crate::service::calls::call(
+        &ctx.app,
+        &genie,
+        ctx.user_id(),
+        crate::service::calls::CallInput {
+            to: body.to.clone(),
+            lead_id: body.lead_id,
+            variables: body.variables,
+        },
+    )
+    .await?;
+    Ok(Reply::ok(json!({ "call": call }))
+        .record(&id)
+        .summary(format!(
+            "started a call from genie '{}' to {}",
+            genie.name, body.to
+        )))
 }
 
 #[cfg(test)]

@@ -45,6 +45,8 @@ pub struct CreateGenie {
     pub silence_end_seconds: Option<f64>,
     pub turn_mode: Option<String>,
     pub max_calls: Option<i64>,
+    /// Calls the genie may start in any 60 s, across its campaigns and `call` (1-600).
+    pub max_calls_per_minute: Option<i64>,
     pub is_active: Option<bool>,
     pub setup_completed: Option<bool>,
     pub voice_disabled: Option<bool>,
@@ -176,6 +178,14 @@ pub struct UpdateGenie {
     )]
     #[schemars(with = "Option<i64>")]
     pub max_calls: Option<Option<i64>>,
+    /// Calls the genie may start in any 60 s (1-600); null removes the limit.
+    #[serde(
+        default,
+        deserialize_with = "double_option::deserialize",
+        alias = "max_calls_per_minute"
+    )]
+    #[schemars(with = "Option<i64>")]
+    pub max_calls_per_minute: Option<Option<i64>>,
     #[serde(alias = "page_slug")]
     pub page_slug: Option<String>,
     /// Stage the change as the genie's draft instead of making it live (`publish` does).
@@ -276,6 +286,7 @@ pub fn new_row(b: &CreateGenie, id: String, owner: String, now: String) -> ApiRe
         silence_end_seconds: None,
         turn_mode: "silence".into(),
         max_calls: None,
+        max_calls_per_minute: None,
         settings: json!({}),
         branding: json!({}),
         support_emails: json!([]),
@@ -325,6 +336,7 @@ pub fn new_row(b: &CreateGenie, id: String, owner: String, now: String) -> ApiRe
         silence_end_seconds: b.silence_end_seconds.map(Some),
         turn_mode: b.turn_mode.clone(),
         max_calls: b.max_calls.map(Some),
+        max_calls_per_minute: b.max_calls_per_minute.map(Some),
         page_slug: b.page_slug.clone(),
         draft: None,
         tools: b.tools.clone(),
@@ -444,6 +456,16 @@ pub fn apply_fields(g: &mut GenieRow, u: &UpdateGenie, create: bool) -> ApiResul
     }
     if let Some(v) = u.max_calls {
         g.max_calls = v.map(|t| positive_i("data.maxCalls", t)).transpose()?;
+    }
+    if let Some(v) = u.max_calls_per_minute {
+        g.max_calls_per_minute = v
+            .map(|t| match t {
+                1..=600 => Ok(t),
+                _ => Err(ApiError::validation(
+                    "data.maxCallsPerMinute must be an integer from 1 to 600",
+                )),
+            })
+            .transpose()?;
     }
     if let Some(v) = &u.page_slug {
         g.page_slug = Some(check_slug("data.pageSlug", v)?);

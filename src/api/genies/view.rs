@@ -102,6 +102,7 @@ pub fn full_genie(
         "silence_end_seconds": g.silence_end_seconds,
         "turn_mode": g.turn_mode,
         "max_calls": g.max_calls,
+        "max_calls_per_minute": g.max_calls_per_minute,
         "settings": effective_settings(g),
         "branding": g.branding,
         "support_emails": g.support_emails,

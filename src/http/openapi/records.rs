@@ -83,7 +83,7 @@ pub fn records() -> Map<String, Value> {
                 "is_active": b(), "setup_completed": b(), "send_conversation_reports": b(),
                 "voice_disabled": b(), "max_duration_seconds": n("integer"),
                 "turn_timeout_seconds": n("number"), "silence_end_seconds": n("number"),
-                "turn_mode": ns(), "max_calls": n("integer"), "settings": t("object"),
+                "turn_mode": ns(), "max_calls": n("integer"), "max_calls_per_minute": n("integer"), "settings": t("object"),
                 "branding": any(), "support_emails": any(),
                 "tools": arr(t("object")), "allowed_origins": arr(s()),
                 "phone": n("object"), "page": n("object"), "group": n("object"),
