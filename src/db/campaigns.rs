@@ -518,3 +518,44 @@ pub fn calls(
         .collect::<Result<Vec<_>, _>>()?;
     Ok((items, count))
 }
+
+// ---- end-of-call events that came before the call's id -------------------------------------
+
+/// How a platform says a call ended: outcome, conversation, error.
+pub type EarlyOutcome = (String, Option<String>, Option<String>);
+
+/// Keeps an end-of-call event for a call id no campaign call holds yet (the first event
+/// wins, as it would have on the call), and forgets those received before `forget_before`.
+pub fn keep_early_outcome(
+    c: &Connection,
+    provider_call_id: &str,
+    outcome: &str,
+    conversation_id: Option<&str>,
+    error: Option<&str>,
+    now: &str,
+    forget_before: &str,
+) -> rusqlite::Result<()> {
+    c.prepare_cached("DELETE FROM early_call_outcomes WHERE received_at < ?1")?
+        .execute([forget_before])?;
+    c.prepare_cached(
+        "INSERT INTO early_call_outcomes (provider_call_id, outcome, conversation_id, error, received_at)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (provider_call_id) DO NOTHING",
+    )?
+    .execute(params![provider_call_id, outcome, conversation_id, error, now])?;
+    Ok(())
+}
+
+/// Takes (and removes) the end-of-call event kept for this call id.
+pub fn take_early_outcome(
+    c: &Connection,
+    provider_call_id: &str,
+) -> rusqlite::Result<Option<EarlyOutcome>> {
+    c.prepare_cached(
+        "DELETE FROM early_call_outcomes WHERE provider_call_id = ?1
+         RETURNING outcome, conversation_id, error",
+    )?
+    .query_row([provider_call_id], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })
+    .optional()
+}

@@ -104,16 +104,17 @@ fn fill_in(text: &str, vars: &std::collections::BTreeMap<String, String>) -> Str
 }
 
 /// Places a call at the genie's platform. `None` once the platform took it (its webhook
-/// ends it); the end at once when it could not be placed. A refused or failed create is not
-/// repeated here: the platform may have rung the phone.
+/// ends it); the end at once when it could not be placed, or when its end-of-call event came
+/// before the platform's answer. A refused or failed create is not repeated here: the
+/// platform may have rung the phone.
 pub(crate) async fn place(app: &AppState, d: &Dial) -> Option<CallEnd> {
     match place_inner(app, d).await {
-        Ok(()) => None,
+        Ok(early) => early,
         Err(e) => Some(end("failed", None, Some(e.message))),
     }
 }
 
-async fn place_inner(app: &AppState, d: &Dial) -> ApiResult<()> {
+async fn place_inner(app: &AppState, d: &Dial) -> ApiResult<Option<CallEnd>> {
     let k = &d.campaign;
     let voice = crate::knowledge::agents::voice_for(app, &k.genie_id).await?;
     let (gid, lid) = (k.genie_id.clone(), d.call.lead_id);
@@ -150,9 +151,20 @@ async fn place_inner(app: &AppState, d: &Dial) -> ApiResult<()> {
     };
     let pid = voice.start_call(&out).await?;
     let cid = d.call.id.clone();
-    app.db
-        .write(move |c| Ok(repo::call_placed(c, &cid, &pid)?))
-        .await
+    // In the transaction that gives the call its platform id, so an end-of-call event is
+    // either kept before it (and taken here) or finds the call after it, never neither.
+    let early = app
+        .db
+        .write(move |c| {
+            repo::call_placed(c, &cid, &pid)?;
+            Ok(repo::take_early_outcome(c, &pid)?)
+        })
+        .await?;
+    Ok(early.map(|(outcome, conversation_id, error)| CallEnd {
+        outcome,
+        conversation_id,
+        error,
+    }))
 }
 
 /// A call the local provider simulates: a campaign's, or one `genies call` placed.

@@ -798,6 +798,9 @@ pub async fn finish(
 
 /// An end-of-call event from a platform (Vapi, Retell) for the call it knows by
 /// `provider_call_id`: when it is a campaign call, records its outcome. Returns whether it was.
+/// An id no call holds yet may be a campaign call whose platform answered the call request
+/// after sending this event: the outcome is kept by the id, and the call takes it when its
+/// id is saved (`campaign_calls::place`), so it does not wait for the timeout.
 pub async fn provider_outcome(
     app: &AppState,
     provider_call_id: &str,
@@ -805,10 +808,30 @@ pub async fn provider_outcome(
     conversation_id: Option<&str>,
     error: Option<&str>,
 ) -> ApiResult<bool> {
-    let pid = provider_call_id.to_string();
+    let (pid, o, conv, err) = (
+        provider_call_id.to_string(),
+        outcome.to_string(),
+        conversation_id.map(str::to_string),
+        error.map(str::to_string),
+    );
     let call = app
         .db
-        .read(move |c| Ok(repo::call_by_provider_id(c, &pid)?))
+        .write(move |c| {
+            let call = repo::call_by_provider_id(c, &pid)?;
+            if call.is_none() {
+                let now = Utc::now();
+                repo::keep_early_outcome(
+                    c,
+                    &pid,
+                    &o,
+                    conv.as_deref(),
+                    err.as_deref(),
+                    &db::fmt_time(now),
+                    &db::fmt_time(now - chrono::Duration::seconds(PLATFORM_CALL_TIMEOUT_SECS)),
+                )?;
+            }
+            Ok(call)
+        })
         .await?;
     let Some(call) = call else {
         return Ok(false);

@@ -940,3 +940,88 @@ async fn the_genies_max_calls_holds_across_its_campaigns() {
     assert!(max_overlap(&all) <= 2, "{}", max_overlap(&all));
     assert!(llm.problems().is_empty(), "{:?}", llm.problems());
 }
+
+#[tokio::test]
+async fn an_end_of_call_event_before_the_call_requests_answer_still_ends_the_call() {
+    let fake = FakeVapi::start().await;
+    let app = vapi_app(&fake).await;
+    let u = app.standard().await;
+    let r = app
+        .call(
+            &u.token,
+            "genies",
+            "create",
+            None,
+            json!({"genieName": "Caller", "attachPhoneNumber": true}),
+        )
+        .await;
+    let g = r.ok(201)["genie"]["id"].as_str().unwrap().to_string();
+    let ada = lead(&app, &u, &g, "Ada", Some("+14155550123"), json!({})).await;
+    let assistant: String = {
+        let g = g.clone();
+        app.state
+            .db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT external_agent_id FROM genies WHERE id = ?1",
+                    [&g],
+                    |r| r.get(0),
+                )?)
+            })
+            .await
+            .unwrap()
+    };
+    // Vapi makes the call and sends its end before it answers the request that made it.
+    fake.hold_calls();
+    let id = campaign(
+        &app,
+        &u,
+        json!({"genie_id": g, "name": "Early", "calling_hours": all_day()}),
+    )
+    .await;
+    act(&app, &u, &id, "start").await.ok(200);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let pid = loop {
+        if let Some(p) = fake.call_ids().pop() {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "Vapi never got the call");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let report = json!({"message": {
+        "type": "end-of-call-report", "timestamp": chrono::Utc::now().timestamp_millis(),
+        "endedReason": "customer-ended-call",
+        "startedAt": "2026-11-20T10:00:00.000Z", "endedAt": "2026-11-20T10:00:30.000Z",
+        "artifact": {"messages": [{"role": "bot", "message": "Hello Ada", "secondsFromStart": 0.3}]},
+        "call": {"id": pid, "assistantId": assistant, "type": "outboundPhoneCall", "status": "ended"}
+    }});
+    app.raw(
+        Method::POST,
+        "/v1/hooks/vapi",
+        &[
+            ("content-type", "application/json"),
+            ("x-vapi-secret", "vapi-hook-secret"),
+        ],
+        report.to_string(),
+    )
+    .await
+    .ok(200);
+    // The call does not know Vapi's id yet: still dialing.
+    let made = calls(&app, &u, &id).await;
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0]["status"], json!("dialing"), "{made:?}");
+    fake.release_calls();
+    let k = wait_for(&app, &u, &id, "the call ended by the early event", |k| {
+        k["status"] == json!("completed")
+    })
+    .await;
+    assert_eq!(k["counts"]["completed"], json!(1), "{k}");
+    let made = calls(&app, &u, &id).await;
+    assert_eq!(made[0]["provider_call_id"], json!(pid));
+    assert_eq!(made[0]["outcome"], json!("completed"));
+    assert!(made[0]["conversation_id"].is_string(), "{made:?}");
+    let log = logs(&app, &u, ada).await;
+    assert_eq!(log[0]["metadata"]["outcome"], json!("completed"), "{log:?}");
+    // Nothing is left waiting for a call that has ended.
+    assert_eq!(app.count("early_call_outcomes").await, 0);
+}

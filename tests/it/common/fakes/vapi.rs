@@ -41,6 +41,10 @@ pub struct FakeState {
     pub calls: HashMap<String, Value>,
     /// Operation (`create_assistant`, `update_assistant`, ...) → (status, remaining times).
     pub failures: HashMap<String, (u16, u32)>,
+    /// While set and false, `POST /call` creates the call but answers only once it turns
+    /// true (`hold_calls` / `release_calls`): a platform whose events outrun its answers.
+    call_gate: Option<tokio::sync::watch::Receiver<bool>>,
+    call_gate_tx: Option<tokio::sync::watch::Sender<bool>>,
     seq: u64,
 }
 
@@ -268,6 +272,27 @@ fn merge_top(target: &mut Value, patch: &Value) {
 }
 
 async fn handle(
+    State(s): State<Arc<Mutex<FakeState>>>,
+    method: Method,
+    uri: Uri,
+    query: RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let is_call = method == Method::POST && uri.path() == "/call";
+    let resp = respond(State(s.clone()), method, uri, query, headers, body).await;
+    let gate = if is_call {
+        s.lock().unwrap().call_gate.clone()
+    } else {
+        None
+    };
+    if let Some(mut gate) = gate {
+        let _ = gate.wait_for(|open| *open).await;
+    }
+    resp
+}
+
+async fn respond(
     State(s): State<Arc<Mutex<FakeState>>>,
     method: Method,
     uri: Uri,
@@ -719,6 +744,26 @@ impl FakeVapi {
     }
     pub fn call_count(&self) -> usize {
         self.state.lock().unwrap().calls.len()
+    }
+    /// The ids of the calls created so far.
+    pub fn call_ids(&self) -> Vec<String> {
+        self.state.lock().unwrap().calls.keys().cloned().collect()
+    }
+    /// From now on `POST /call` creates the call at once but answers only after
+    /// `release_calls`.
+    pub fn hold_calls(&self) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let mut st = self.state.lock().unwrap();
+        st.call_gate = Some(rx);
+        st.call_gate_tx = Some(tx);
+    }
+    /// Answers the held call requests, and the next ones at once.
+    pub fn release_calls(&self) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(tx) = st.call_gate_tx.take() {
+            let _ = tx.send(true);
+        }
+        st.call_gate = None;
     }
     pub fn add_call(&self, c: Value) {
         let id = c["id"].as_str().unwrap().to_string();
