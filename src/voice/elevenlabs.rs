@@ -502,7 +502,7 @@ impl VoiceProvider for ElevenLabs {
     }
 
     fn number_import_kinds(&self) -> &'static [&'static str] {
-        &["twilio"]
+        &["twilio", "sip"]
     }
 
     /// `POST /v1/convai/phone-numbers` (provider `twilio`), then the number is assigned to
@@ -513,28 +513,44 @@ impl VoiceProvider for ElevenLabs {
         label: &str,
         number: &ImportedNumber,
     ) -> ProviderResult<ProvisionedNumber> {
-        let NumberSource::Twilio {
-            account_sid,
-            auth_token,
-        } = &number.source
-        else {
-            return Err(ProviderError::new(
-                "genied imports Twilio numbers into ElevenLabs; SIP trunks are not supported in this version",
-            ));
-        };
-        let v = self
-            .call(
-                Method::POST,
-                "/v1/convai/phone-numbers",
-                &[],
-                Some(json!({
-                    "provider": "twilio",
+        let body = match &number.source {
+            NumberSource::Twilio {
+                account_sid,
+                auth_token,
+            } => json!({
+                "provider": "twilio",
+                "phone_number": number.number,
+                "label": label,
+                "sid": account_sid,
+                "token": auth_token.0,
+            }),
+            // Outbound calls go to the trunk's address with its digest credentials; inbound
+            // calls from the trunk are taken with ElevenLabs' defaults (no inbound config).
+            NumberSource::Sip {
+                termination_uri,
+                username,
+                password,
+            } => {
+                let mut outbound = json!({"address": termination_uri});
+                if let Some(u) = username {
+                    let mut cred = json!({"username": u});
+                    if let Some(p) = password {
+                        cred["password"] = json!(p.0);
+                    }
+                    outbound["credentials"] = cred;
+                }
+                json!({
+                    "provider": "sip_trunk",
                     "phone_number": number.number,
                     "label": label,
-                    "sid": account_sid,
-                    "token": auth_token.0,
-                })),
-            )
+                    "supports_inbound": true,
+                    "supports_outbound": true,
+                    "outbound_trunk_config": outbound,
+                })
+            }
+        };
+        let v = self
+            .call(Method::POST, "/v1/convai/phone-numbers", &[], Some(body))
             .await?;
         let id = v["phone_number_id"]
             .as_str()

@@ -45,6 +45,82 @@ impl Vapi {
         })
     }
 
+    /// A number on the team's SIP trunk: a `byo-sip-trunk` credential naming the trunk (its
+    /// address as the gateway, its digest credentials for outbound calls), then a
+    /// `byo-phone-number` on that credential, attached to the assistant. When the number
+    /// cannot be made, the credential is deleted again.
+    async fn import_sip(
+        &self,
+        agent_id: &str,
+        label: &str,
+        number: &str,
+        termination_uri: &str,
+        username: Option<&str>,
+        password: Option<&str>,
+    ) -> ProviderResult<ProvisionedNumber> {
+        let (host, port) = sip_gateway(termination_uri);
+        let mut gateway = json!({"ip": host, "inboundEnabled": true, "outboundEnabled": true});
+        if let Some(p) = port {
+            gateway["port"] = json!(p);
+        }
+        let mut cred = json!({
+            "provider": "byo-sip-trunk",
+            "name": truncate(label, 40),
+            "gateways": [gateway],
+        });
+        if let Some(u) = username {
+            let mut plan = json!({"authUsername": u});
+            if let Some(p) = password {
+                plan["authPassword"] = json!(p);
+            }
+            cred["outboundAuthenticationPlan"] = plan;
+        }
+        let c = self
+            .api
+            .call(Method::POST, "/credential", &[], Body::Json(cred))
+            .await?;
+        let cred_id = c["id"]
+            .as_str()
+            .ok_or_else(|| ProviderError::new("Vapi did not return a credential id"))?
+            .to_string();
+        let made = self
+            .api
+            .call(
+                Method::POST,
+                "/phone-number",
+                &[],
+                Body::Json(json!({
+                    "provider": "byo-phone-number",
+                    "number": number,
+                    "credentialId": cred_id,
+                    "numberE164CheckEnabled": true,
+                    "assistantId": agent_id,
+                    "name": truncate(label, 40),
+                })),
+            )
+            .await;
+        let v = match made {
+            Ok(v) => v,
+            Err(e) => {
+                if let Err(d) = self
+                    .api
+                    .delete(&format!("/credential/{}", seg(&cred_id)))
+                    .await
+                {
+                    tracing::warn!(error = %d, credential = %cred_id, "could not delete the SIP trunk credential of a number that was not made");
+                }
+                return Err(e);
+            }
+        };
+        let id = v["id"]
+            .as_str()
+            .ok_or_else(|| ProviderError::new("Vapi did not return a phone number id"))?;
+        Ok(ProvisionedNumber {
+            number: number.to_string(),
+            external_id: id.to_string(),
+        })
+    }
+
     async fn get_assistant(&self, id: &str) -> ProviderResult<Value> {
         self.api
             .call(
@@ -420,6 +496,25 @@ pub fn spec_of(a: &Value, files: &[String]) -> AgentSpec {
     }
 }
 
+/// A trunk's termination URI (`example.pstn.twilio.com`, `sip:1.2.3.4:5060;transport=tcp`) as
+/// Vapi's gateway: the host (a name or an IP address) and the port when one is given.
+fn sip_gateway(uri: &str) -> (String, Option<u16>) {
+    let s = uri.trim();
+    let s = s
+        .strip_prefix("sips:")
+        .or_else(|| s.strip_prefix("sip:"))
+        .unwrap_or(s);
+    let s = s.split(';').next().unwrap_or(s);
+    let s = s.rsplit('@').next().unwrap_or(s);
+    match s.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => match port.parse::<u16>() {
+            Ok(p) => (host.to_string(), Some(p)),
+            Err(_) => (s.to_string(), None),
+        },
+        _ => (s.to_string(), None),
+    }
+}
+
 fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
@@ -652,9 +747,30 @@ impl VoiceProvider for Vapi {
     }
 
     async fn release_number(&self, external_id: &str) -> ProviderResult<()> {
-        self.api
-            .delete(&format!("/phone-number/{}", seg(external_id)))
+        let deleted = match self
+            .api
+            .call(
+                Method::DELETE,
+                &format!("/phone-number/{}", seg(external_id)),
+                &[],
+                Body::None,
+            )
             .await
+        {
+            Ok(v) => v,
+            Err(e) if is_gone(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        // A SIP number brought its own trunk credential (made for it by `import_number`);
+        // Vapi answers the deletion with the number, which names it.
+        if deleted["provider"] == json!("byo-phone-number")
+            && let Some(cred) = deleted["credentialId"].as_str()
+        {
+            self.api
+                .delete(&format!("/credential/{}", seg(cred)))
+                .await?;
+        }
+        Ok(())
     }
 
     fn supports_calls(&self) -> bool {
@@ -662,8 +778,7 @@ impl VoiceProvider for Vapi {
     }
 
     fn number_import_kinds(&self) -> &'static [&'static str] {
-        // SIP numbers need a BYO SIP trunk credential created first (`POST /credential`).
-        &["twilio"]
+        &["twilio", "sip"]
     }
 
     async fn import_number(
@@ -672,14 +787,27 @@ impl VoiceProvider for Vapi {
         label: &str,
         number: &ImportedNumber,
     ) -> ProviderResult<ProvisionedNumber> {
-        let NumberSource::Twilio {
-            account_sid,
-            auth_token,
-        } = &number.source
-        else {
-            return Err(ProviderError::new(
-                "Vapi imports Twilio numbers here; a SIP trunk needs a BYO SIP trunk credential",
-            ));
+        let (account_sid, auth_token) = match &number.source {
+            NumberSource::Twilio {
+                account_sid,
+                auth_token,
+            } => (account_sid, auth_token),
+            NumberSource::Sip {
+                termination_uri,
+                username,
+                password,
+            } => {
+                return self
+                    .import_sip(
+                        agent_id,
+                        label,
+                        &number.number,
+                        termination_uri,
+                        username.as_deref(),
+                        password.as_ref().map(|p| p.0.as_str()),
+                    )
+                    .await;
+            }
         };
         let v = self
             .api
@@ -829,6 +957,22 @@ impl VoiceProvider for Vapi {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sip_gateways() {
+        assert_eq!(
+            sip_gateway("example.pstn.twilio.com"),
+            ("example.pstn.twilio.com".into(), None)
+        );
+        assert_eq!(
+            sip_gateway("sip:1.2.3.4:5080;transport=tcp"),
+            ("1.2.3.4".into(), Some(5080))
+        );
+        assert_eq!(
+            sip_gateway("sips:trunk@sip.example.com"),
+            ("sip.example.com".into(), None)
+        );
+    }
 
     #[test]
     fn models_get_their_vendor() {

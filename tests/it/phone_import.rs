@@ -102,10 +102,6 @@ async fn a_twilio_number_is_imported_into_vapi_and_its_token_stays_sealed() {
             "account_sid",
         ),
         (
-            json!({"number": "+14155550150", "sip": {"termination_uri": "x.pstn.twilio.com"}}),
-            "imports twilio numbers",
-        ),
-        (
             json!({"number": "+14155550150", "twilio": {"account_sid": SID, "auth_token": TOKEN, "region": "us"}}),
             "region",
         ),
@@ -323,4 +319,156 @@ async fn the_local_provider_imports_nothing() {
     assert_eq!(app.count("phone_imports").await, 0);
     // Without import data, attach-phone still takes a number from the pool.
     attach(&app, &u, &id, json!({})).await.ok(200);
+}
+
+#[tokio::test]
+async fn a_sip_trunk_number_is_imported_into_vapi_through_its_own_trunk_credential() {
+    let fake = FakeVapi::start().await;
+    let app = vapi_app(&fake).await;
+    let u = app.standard().await;
+    let (id, agent) = genie(&app, &u).await;
+    let sip = json!({"number": "+14155550190", "sip": {"termination_uri": "sip:acme.pstn.twilio.com:5060",
+                     "username": "acme", "password": SIP_PASSWORD}});
+
+    // The number cannot be made: the credential made for it is deleted again, nothing stored.
+    fake.fail("create_phone_number", 400, 1);
+    attach(&app, &u, &id, sip.clone())
+        .await
+        .err(502, "UPSTREAM_ERROR");
+    assert_eq!(fake.credential_count(), 0);
+    assert!(stored(&app, &id).await.is_none());
+    fake.clear_requests();
+
+    let r = attach(&app, &u, &id, sip).await;
+    assert_eq!(r.ok(200)["genie"]["phone"]["number"], json!("+14155550190"));
+    assert!(!r.body.to_string().contains(SIP_PASSWORD), "{}", r.body);
+    let reqs = fake.requests();
+    let cred = reqs
+        .iter()
+        .find(|r| r.method == "POST" && r.path == "/credential")
+        .expect("a byo-sip-trunk credential was made");
+    assert_eq!(
+        cred.body,
+        json!({"provider": "byo-sip-trunk", "name": "Line",
+               "gateways": [{"ip": "acme.pstn.twilio.com", "port": 5060, "inboundEnabled": true, "outboundEnabled": true}],
+               "outboundAuthenticationPlan": {"authUsername": "acme", "authPassword": SIP_PASSWORD}})
+    );
+    assert_eq!(
+        cred.authorization.as_deref(),
+        Some(format!("Bearer {}", crate::common::fakes::vapi::KEY).as_str())
+    );
+    let number = reqs
+        .iter()
+        .find(|r| r.method == "POST" && r.path == "/phone-number")
+        .expect("the number was made on the credential");
+    let cid = number.body["credentialId"].as_str().unwrap().to_string();
+    assert_eq!(
+        number.body,
+        json!({"provider": "byo-phone-number", "number": "+14155550190", "credentialId": cid,
+               "numberE164CheckEnabled": true, "assistantId": agent, "name": "Line"})
+    );
+    assert!(fake.credential(&cid).is_some());
+    let (_, kind, account, _, ct) = stored(&app, &id).await.expect("stored import");
+    assert_eq!(kind, "sip");
+    assert!(account.contains("acme.pstn.twilio.com") && !account.contains(SIP_PASSWORD));
+    assert!(!contains(&ct, SIP_PASSWORD));
+
+    // Released: the number, then the credential made for it.
+    app.call(
+        &u.token,
+        "genies",
+        "release-phone",
+        Some(json!(id)),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    let ext = req_id(&fake);
+    assert!(fake.phone(&ext).is_none());
+    assert!(
+        fake.credential(&cid).is_none(),
+        "the trunk credential went with it"
+    );
+    let order: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(
+        order,
+        vec![format!("/phone-number/{ext}"), format!("/credential/{cid}")]
+    );
+}
+
+#[tokio::test]
+async fn a_sip_trunk_number_is_imported_into_elevenlabs_with_its_outbound_trunk() {
+    use crate::common::fakes::elevenlabs::{FakeElevenLabs, KEY};
+    let fake = FakeElevenLabs::start().await;
+    let base = fake.base.clone();
+    let app = TestApp::spawn_with(move |c| {
+        c.voice_provider = "elevenlabs".into();
+        c.elevenlabs_base_url = base;
+        c.elevenlabs_api_key = Some(genied::config::Secret(KEY.into()));
+    })
+    .await;
+    let u = app.standard().await;
+    let (id, agent) = genie(&app, &u).await;
+    let r = attach(
+        &app,
+        &u,
+        &id,
+        json!({"number": "+14155550185", "sip": {"termination_uri": "acme.pstn.twilio.com",
+               "username": "acme", "password": SIP_PASSWORD}}),
+    )
+    .await;
+    assert_eq!(r.ok(200)["genie"]["phone"]["number"], json!("+14155550185"));
+    assert!(!r.body.to_string().contains(SIP_PASSWORD));
+    let reqs = fake.requests();
+    let create = reqs
+        .iter()
+        .find(|r| r.method == "POST" && r.path == "/v1/convai/phone-numbers")
+        .expect("the import reached ElevenLabs");
+    assert_eq!(
+        create.body,
+        json!({"provider": "sip_trunk", "phone_number": "+14155550185", "label": "Line",
+               "supports_inbound": true, "supports_outbound": true,
+               "outbound_trunk_config": {"address": "acme.pstn.twilio.com",
+                   "credentials": {"username": "acme", "password": SIP_PASSWORD}}})
+    );
+    assert_eq!(create.api_key.as_deref(), Some(KEY));
+    let assign = reqs
+        .iter()
+        .find(|r| r.method == "PATCH" && r.path.starts_with("/v1/convai/phone-numbers/"))
+        .expect("the number was assigned");
+    assert_eq!(assign.body, json!({"agent_id": agent}));
+    let pid = assign.path.trim_start_matches("/v1/convai/phone-numbers/");
+    let held = fake.phone(pid).unwrap();
+    assert_eq!(held["assigned_agent"], json!(agent));
+    assert_eq!(held["provider"], json!("sip_trunk"));
+    assert!(!held.to_string().contains(SIP_PASSWORD));
+    let (_, kind, _, _, ct) = stored(&app, &id).await.expect("stored import");
+    assert_eq!(kind, "sip");
+    assert!(!contains(&ct, SIP_PASSWORD));
+
+    // Without credentials the trunk is taken by address (ACL), and the body says no more.
+    let (id2, _) = genie(&app, &u).await;
+    attach(
+        &app,
+        &u,
+        &id2,
+        json!({"number": "+14155550186", "sip": {"termination_uri": "10.0.0.5"}}),
+    )
+    .await
+    .ok(200);
+    let create = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path == "/v1/convai/phone-numbers")
+        .nth(1)
+        .unwrap();
+    assert_eq!(
+        create.body["outbound_trunk_config"],
+        json!({"address": "10.0.0.5"})
+    );
 }

@@ -582,8 +582,109 @@ async fn kb_delete(
     StatusCode::OK.into_response()
 }
 
+/// What ElevenLabs' request model says of a SIP trunk import (`CreateSipTrunkPhoneNumberRequest`
+/// and its inbound / outbound trunk configs): the problems, empty when it is valid.
+fn sip_trunk_problems(b: &Value) -> Vec<String> {
+    let mut p = Vec::new();
+    let only = |v: &Value, at: &str, allowed: &[&str], p: &mut Vec<String>| {
+        for k in v.as_object().into_iter().flatten().map(|(k, _)| k) {
+            if !allowed.contains(&k.as_str()) {
+                p.push(format!("{at}{k}: extra field"));
+            }
+        }
+    };
+    only(
+        b,
+        "",
+        &[
+            "provider",
+            "phone_number",
+            "label",
+            "supports_inbound",
+            "supports_outbound",
+            "inbound_trunk_config",
+            "outbound_trunk_config",
+            "livekit_stack",
+        ],
+        &mut p,
+    );
+    for k in ["supports_inbound", "supports_outbound"] {
+        if !b[k].is_null() && !b[k].is_boolean() {
+            p.push(format!("{k}: not a boolean"));
+        }
+    }
+    let creds = |c: &Value, at: &str, p: &mut Vec<String>| {
+        if c.is_null() {
+            return;
+        }
+        only(c, at, &["username", "password"], p);
+        if c["username"].as_str().is_none_or(str::is_empty) {
+            p.push(format!("{at}username: required"));
+        }
+        if !c["password"].is_null() && !c["password"].is_string() {
+            p.push(format!("{at}password: not a string"));
+        }
+    };
+    let enc = ["disabled", "allowed", "required"];
+    let out = &b["outbound_trunk_config"];
+    if !out.is_null() {
+        only(
+            out,
+            "outbound_trunk_config.",
+            &[
+                "address",
+                "transport",
+                "media_encryption",
+                "headers",
+                "credentials",
+            ],
+            &mut p,
+        );
+        if out["address"].as_str().is_none_or(str::is_empty) {
+            p.push("outbound_trunk_config.address: required".into());
+        }
+        if !out["transport"].is_null()
+            && !["auto", "udp", "tcp", "tls"].contains(&out["transport"].as_str().unwrap_or(""))
+        {
+            p.push("outbound_trunk_config.transport: not a transport".into());
+        }
+        if !out["media_encryption"].is_null()
+            && !enc.contains(&out["media_encryption"].as_str().unwrap_or(""))
+        {
+            p.push("outbound_trunk_config.media_encryption: not an encryption mode".into());
+        }
+        creds(
+            &out["credentials"],
+            "outbound_trunk_config.credentials.",
+            &mut p,
+        );
+    }
+    let inb = &b["inbound_trunk_config"];
+    if !inb.is_null() {
+        only(
+            inb,
+            "inbound_trunk_config.",
+            &[
+                "allowed_addresses",
+                "allowed_numbers",
+                "media_encryption",
+                "credentials",
+                "remote_domains",
+            ],
+            &mut p,
+        );
+        creds(
+            &inb["credentials"],
+            "inbound_trunk_config.credentials.",
+            &mut p,
+        );
+    }
+    p
+}
+
 /// `POST /v1/convai/phone-numbers`: imports a Twilio number (`provider`, `phone_number`,
-/// `label`, `sid`, `token` required); the token is write-only.
+/// `label`, `sid`, `token` required) or a SIP trunk number (`provider: sip_trunk`,
+/// `phone_number`, `label`, the trunk configs); tokens and passwords are write-only.
 async fn phone_create(State(s): S, headers: HeaderMap, body: Bytes) -> Response {
     let mut st = s.lock().unwrap();
     let b = match begin(
@@ -604,6 +705,26 @@ async fn phone_create(State(s): S, headers: HeaderMap, body: Bytes) -> Response 
         .as_str()
         .and_then(|n| n.strip_prefix('+'))
         .is_some_and(|d| (7..=15).contains(&d.len()) && d.bytes().all(|c| c.is_ascii_digit()));
+    if b["provider"] == json!("sip_trunk") {
+        let mut p = sip_trunk_problems(&b);
+        if !e164 || b["label"].as_str().is_none_or(str::is_empty) {
+            p.push("phone_number (E.164) and label are required".into());
+        }
+        if !p.is_empty() {
+            return detail(422, "invalid_request", &p.join("; "));
+        }
+        let id = new_id(&mut st, "phnum_", 20);
+        let mut out = b["outbound_trunk_config"].clone();
+        if let Some(c) = out["credentials"].as_object_mut() {
+            c.remove("password");
+        }
+        let p = json!({"phone_number_id": id, "phone_number": b["phone_number"], "label": b["label"],
+                       "provider": "sip_trunk", "supports_inbound": b["supports_inbound"],
+                       "supports_outbound": b["supports_outbound"],
+                       "outbound_trunk": out, "assigned_agent": null});
+        st.phone_numbers.insert(id.clone(), p);
+        return axum::Json(json!({"phone_number_id": id})).into_response();
+    }
     let strings = ["label", "sid", "token"]
         .iter()
         .all(|k| b[*k].as_str().is_some_and(|v| !v.is_empty()));

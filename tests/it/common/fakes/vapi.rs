@@ -38,6 +38,8 @@ pub struct FakeState {
     pub tools: HashMap<String, Value>,
     pub files: HashMap<String, Value>,
     pub phone_numbers: HashMap<String, Value>,
+    /// `byo-sip-trunk` credentials, without their write-only password.
+    pub credentials: HashMap<String, Value>,
     pub calls: HashMap<String, Value>,
     /// Operation (`create_assistant`, `update_assistant`, ...) → (status, remaining times).
     pub failures: HashMap<String, (u16, u32)>,
@@ -371,6 +373,8 @@ async fn respond(
         (&Method::POST, ["phone-number"]) => "create_phone_number",
         (&Method::PATCH, ["phone-number", _]) => "update_phone_number",
         (&Method::DELETE, ["phone-number", _]) => "delete_phone_number",
+        (&Method::POST, ["credential"]) => "create_credential",
+        (&Method::DELETE, ["credential", _]) => "delete_credential",
         (&Method::GET, ["call"]) => "list_calls",
         (&Method::POST, ["call"]) => "create_call",
         (&Method::GET, ["call", _]) => "get_call",
@@ -515,6 +519,36 @@ async fn respond(
             Some(f) => ok(f),
             None => not_found("File", &id),
         },
+        "create_credential" => {
+            let errs = check_sip_credential(&parsed);
+            if !errs.is_empty() {
+                return bad(errs);
+            }
+            let id = new_id(&mut st);
+            let mut c = parsed.clone();
+            if let Some(plan) = c["outboundAuthenticationPlan"].as_object_mut() {
+                // Secrets are write-only at Vapi.
+                plan.remove("authPassword");
+            }
+            c["id"] = json!(id);
+            c["orgId"] = json!("org-1");
+            c["createdAt"] = json!(now());
+            st.credentials.insert(id, c.clone());
+            created(c)
+        }
+        "delete_credential" => {
+            if st
+                .phone_numbers
+                .values()
+                .any(|n| n["credentialId"] == json!(id))
+            {
+                return bad(vec![format!("Credential {id} is in use by a phone number")]);
+            }
+            match st.credentials.remove(&id) {
+                Some(c) => ok(c),
+                None => not_found("Credential", &id),
+            }
+        }
         "create_phone_number" => {
             let mut errs = Vec::new();
             if !["vapi", "twilio", "vonage", "telnyx", "byo-phone-number"]
@@ -533,6 +567,45 @@ async fn respond(
                 && (!parsed["number"].is_string() || !parsed["twilioAccountSid"].is_string())
             {
                 errs.push("number and twilioAccountSid are required for twilio".into());
+            }
+            if parsed["provider"] == json!("byo-phone-number") {
+                for k in parsed.as_object().unwrap().keys() {
+                    if ![
+                        "provider",
+                        "number",
+                        "credentialId",
+                        "numberE164CheckEnabled",
+                        "name",
+                        "assistantId",
+                        "squadId",
+                        "server",
+                        "fallbackDestination",
+                    ]
+                    .contains(&k.as_str())
+                    {
+                        errs.push(format!("property {k} should not exist"));
+                    }
+                }
+                match parsed["credentialId"].as_str() {
+                    Some(c) if st.credentials.contains_key(c) => {}
+                    other => errs.push(format!(
+                        "Couldn't Find Credential. `credentialId` {other:?} Does Not Exist."
+                    )),
+                }
+                let e164 = parsed["number"]
+                    .as_str()
+                    .and_then(|n| n.strip_prefix('+'))
+                    .is_some_and(|d| {
+                        (7..=15).contains(&d.len()) && d.bytes().all(|c| c.is_ascii_digit())
+                    });
+                if parsed["numberE164CheckEnabled"] != json!(false) && !e164 {
+                    errs.push("number must be a valid phone number in the E.164 format".into());
+                }
+                if !parsed["numberE164CheckEnabled"].is_null()
+                    && !parsed["numberE164CheckEnabled"].is_boolean()
+                {
+                    errs.push("numberE164CheckEnabled must be a boolean value".into());
+                }
             }
             if !errs.is_empty() {
                 return bad(errs);
@@ -657,6 +730,87 @@ async fn respond(
     }
 }
 
+/// What Vapi's validation pipe says about a `byo-sip-trunk` credential (`CreateByoSipTrunkCredentialDTO`).
+fn check_sip_credential(b: &Value) -> Vec<String> {
+    let mut errs = Vec::new();
+    for k in b.as_object().unwrap().keys() {
+        if ![
+            "provider",
+            "name",
+            "gateways",
+            "outboundAuthenticationPlan",
+            "outboundLeadingPlusEnabled",
+            "techPrefix",
+            "sipDiversionHeader",
+            "sbcConfiguration",
+        ]
+        .contains(&k.as_str())
+        {
+            errs.push(format!("property {k} should not exist"));
+        }
+    }
+    if b["provider"] != json!("byo-sip-trunk") {
+        errs.push("provider must be one of the following values: byo-sip-trunk, ...".into());
+    }
+    if let Some(n) = b["name"].as_str()
+        && n.chars().count() > 40
+    {
+        errs.push("name must be shorter than or equal to 40 characters".into());
+    }
+    match b["gateways"].as_array() {
+        Some(gs) if !gs.is_empty() => {
+            for g in gs {
+                for k in g.as_object().into_iter().flatten().map(|(k, _)| k) {
+                    if ![
+                        "ip",
+                        "port",
+                        "netmask",
+                        "inboundEnabled",
+                        "outboundEnabled",
+                        "outboundProtocol",
+                        "optionsPingEnabled",
+                    ]
+                    .contains(&k.as_str())
+                    {
+                        errs.push(format!("gateways.property {k} should not exist"));
+                    }
+                }
+                if g["ip"].as_str().is_none_or(str::is_empty) {
+                    errs.push("gateways.ip must be an IP address or a domain name".into());
+                }
+                if !g["port"].is_null()
+                    && !g["port"].as_u64().is_some_and(|p| (1..=65535).contains(&p))
+                {
+                    errs.push("gateways.port must not be greater than 65535".into());
+                }
+                for k in ["inboundEnabled", "outboundEnabled"] {
+                    if !g[k].is_null() && !g[k].is_boolean() {
+                        errs.push(format!("gateways.{k} must be a boolean value"));
+                    }
+                }
+            }
+        }
+        _ => errs.push("gateways must contain at least 1 elements".into()),
+    }
+    let plan = &b["outboundAuthenticationPlan"];
+    if !plan.is_null() {
+        for k in plan.as_object().into_iter().flatten().map(|(k, _)| k) {
+            if !["authUsername", "authPassword", "sipRegisterPlan"].contains(&k.as_str()) {
+                errs.push(format!(
+                    "outboundAuthenticationPlan.property {k} should not exist"
+                ));
+            }
+        }
+        if !plan["authUsername"].is_string() {
+            errs.push("outboundAuthenticationPlan.authUsername must be a string".into());
+        }
+        if !plan["authPassword"].is_null() && !plan["authPassword"].is_string() {
+            errs.push("outboundAuthenticationPlan.authPassword must be a string".into());
+        }
+    }
+    errs
+}
+
 fn check_kbs(st: &FakeState, kbs: &Value, errs: &mut Vec<String>) {
     let Some(list) = kbs.as_array() else {
         errs.push("knowledgeBases must be an array".into());
@@ -741,6 +895,12 @@ impl FakeVapi {
     }
     pub fn phone(&self, id: &str) -> Option<Value> {
         self.state.lock().unwrap().phone_numbers.get(id).cloned()
+    }
+    pub fn credential(&self, id: &str) -> Option<Value> {
+        self.state.lock().unwrap().credentials.get(id).cloned()
+    }
+    pub fn credential_count(&self) -> usize {
+        self.state.lock().unwrap().credentials.len()
     }
     pub fn call_count(&self) -> usize {
         self.state.lock().unwrap().calls.len()
