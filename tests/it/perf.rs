@@ -451,3 +451,126 @@ fn cursor_of(r: &Resp) -> String {
         .expect("a next page")
         .to_string()
 }
+
+/// `conversations all` with `data.cursor` walks every conversation the caller may read
+/// exactly once, latest first (ties by id), through conversations of the same millisecond:
+/// their own, and those of a genie assigned to them (once, also when they own the record);
+/// never another user's. The count is of every match on every page; filters hold along the
+/// walk; a foreign cursor or one beside an offset is refused.
+#[tokio::test]
+async fn conversations_cursor_pages_walk_every_readable_one_once() {
+    let app = TestApp::spawn().await;
+    let me = app.standard().await;
+    let other = app.standard().await;
+    let stranger = app.standard().await;
+    let mine = insert_genie(&app, &me, "Mine").await;
+    let theirs = insert_genie(&app, &other, "Theirs").await;
+    let foreign = insert_genie(&app, &stranger, "Foreign").await;
+    crate::leads::assign(&app, &theirs, &me).await;
+    // (owner, genie, started_at, status): four milliseconds, three or four apiece.
+    let mut rows = Vec::new();
+    for k in 0..15 {
+        let at = format!("2026-01-01T00:00:00.00{}Z", k / 4);
+        let status = if k % 3 == 0 { "failed" } else { "done" };
+        let (owner, genie) = match k % 5 {
+            0 | 1 => (&me, &mine),
+            2 => (&other, &theirs),
+            // Mine, on a genie assigned to me: both arms match it; it must come once.
+            3 => (&me, &theirs),
+            _ => (&stranger, &foreign),
+        };
+        rows.push((db::new_id(), owner.id.clone(), genie.clone(), at, status));
+    }
+    let seeded = rows.clone();
+    app.state
+        .db
+        .write(move |c| {
+            for (id, user, genie, at, status) in &seeded {
+                c.execute(
+                    "INSERT INTO conversations (id, user_id, genie_id, channel, status, started_at, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, 'web', ?4, ?5, ?5, ?5)",
+                    rusqlite::params![id, user, genie, status, at],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    // What I may read, in the listing order, worked out here rather than asked of the server.
+    let expect = |status: Option<&str>| -> Vec<String> {
+        let mut v: Vec<_> = rows
+            .iter()
+            .filter(|r| r.1 != stranger.id && status.is_none_or(|s| r.4 == s))
+            .map(|r| (r.3.clone(), r.0.clone()))
+            .collect();
+        v.sort_by(|a, b| b.cmp(a));
+        v.into_iter().map(|(_, id)| id).collect()
+    };
+    let all = |data: Value| app.call(&me.token, "conversations", "all", None, data);
+    let ids = |d: &Value| -> Vec<String> {
+        d["conversations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (filter, page_size) in [(json!({}), 4), (json!({"status": "done"}), 3)] {
+        let status = filter["status"].as_str();
+        let expected = expect(status);
+        assert!(expected.len() >= 7, "several pages");
+        let by_offset = all(json!({"status": status, "limit": 500})).await;
+        assert_eq!(ids(by_offset.ok(200)), expected, "the offset form's order");
+        assert_eq!(by_offset.data()["nextCursor"], Value::Null);
+        let (mut walked, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+        loop {
+            let mut data = filter.clone();
+            data["limit"] = json!(page_size);
+            if let Some(c) = &cursor {
+                data["cursor"] = json!(c);
+            }
+            let page = all(data).await;
+            let d = page.ok(200).clone();
+            assert_eq!(d["count"], expected.len(), "of every match, on every page");
+            walked.extend(ids(&d));
+            pages += 1;
+            match d["nextCursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+            assert!(pages <= expected.len(), "the walk ends");
+        }
+        assert_eq!(
+            walked, expected,
+            "every readable conversation once, in order"
+        );
+        assert_eq!(
+            pages,
+            expected.len().div_ceil(page_size),
+            "no empty last page"
+        );
+    }
+    // An offset page still says where the next one starts.
+    let d = all(json!({"limit": 2, "offset": 2})).await.ok(200).clone();
+    assert_eq!(ids(&d), expect(None)[2..4].to_vec());
+    let next = d["nextCursor"].as_str().unwrap().to_string();
+    let d = all(json!({"limit": 2, "cursor": next}))
+        .await
+        .ok(200)
+        .clone();
+    assert_eq!(ids(&d), expect(None)[4..6].to_vec());
+
+    all(json!({"cursor": "bm90IGEgY3Vyc29y"}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+    all(json!({"cursor": "!!"}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+    let c = all(json!({"limit": 1})).await.ok(200)["nextCursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    all(json!({"cursor": c, "offset": 2}))
+        .await
+        .err(400, "VALIDATION_ERROR");
+}

@@ -1,11 +1,13 @@
 //! `all`/`list` (the same action under two names) and `get`.
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::parse_time;
 use crate::api::{ActionRequest, Ctx, Reply, date_range_since, page, parse_uuid};
-use crate::db::conversations::{self as repo, CHANNELS, Filter, STATUSES, Scope};
+use crate::db::conversations::{self as repo, CHANNELS, Conversation, Filter, STATUSES, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::service::conversations::load;
 
@@ -14,6 +16,8 @@ use crate::service::conversations::load;
 pub(crate) struct ListReq {
     limit: Option<i64>,
     offset: Option<i64>,
+    /// Keyset pagination: `nextCursor` of the previous page (instead of `offset`).
+    cursor: Option<String>,
     #[serde(rename = "adminMode")]
     admin_mode: Option<bool>,
     #[serde(rename = "genieId", alias = "genie_id", alias = "agentId")]
@@ -32,14 +36,53 @@ pub(crate) struct ListReq {
 pub(super) async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let q: ListReq = req.data()?;
     let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
-    let f = filter(ctx, q)?;
-    let (items, count) = ctx
+    let after = match q.cursor.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+        Some(_) if offset > 0 => {
+            return Err(ApiError::validation(
+                "data.cursor and data.offset cannot be used together",
+            ));
+        }
+        Some(c) => Some(decode_cursor(c)?),
+        None => None,
+    };
+    let mut f = filter(ctx, q)?;
+    f.after = after;
+    let (mut items, count) = ctx
         .db()
-        .read(move |c| Ok((repo::list(c, &f, limit, offset)?, repo::count(c, &f)?)))
+        .read(move |c| Ok((repo::list(c, &f, limit + 1, offset)?, repo::count(c, &f)?)))
         .await?;
-    Ok(Reply::ok(
-        json!({"conversations": items, "count": count, "limit": limit, "offset": offset}),
-    ))
+    // One conversation more than the page tells whether there is a next page.
+    let next = if items.len() as i64 > limit {
+        items.truncate(limit as usize);
+        items.last().map(encode_cursor)
+    } else {
+        None
+    };
+    Ok(Reply::ok(json!({
+        "conversations": items,
+        "count": count,
+        "limit": limit,
+        "offset": offset,
+        "nextCursor": next,
+    })))
+}
+
+/// Opaque to clients: the listing order's key of the last conversation of a page.
+fn encode_cursor(c: &Conversation) -> String {
+    URL_SAFE_NO_PAD.encode(format!("c1:{}:{}", c.id, c.started_at))
+}
+
+fn decode_cursor(c: &str) -> ApiResult<(String, String)> {
+    let bad = || ApiError::validation("data.cursor is not a cursor returned by this service");
+    let raw = URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
+    let s = String::from_utf8(raw).map_err(|_| bad())?;
+    let (id, at) = s
+        .strip_prefix("c1:")
+        .and_then(|r| r.split_once(':'))
+        .ok_or_else(bad)?;
+    uuid::Uuid::parse_str(id).map_err(|_| bad())?;
+    chrono::DateTime::parse_from_rfc3339(at).map_err(|_| bad())?;
+    Ok((at.to_string(), id.to_string()))
 }
 
 pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -101,5 +144,6 @@ fn filter(ctx: &Ctx, mut q: ListReq) -> ApiResult<Filter> {
         channel: q.channel,
         since,
         until,
+        after: None,
     })
 }

@@ -541,6 +541,11 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             &["activities"],
             json!({"activities": arr(r("LeadActivity"))}),
         ),
+        ("conversations", "all" | "list") => object(
+            &["conversations", "count", "limit", "offset", "nextCursor"],
+            json!({"conversations": arr(r("Conversation")), "count": count(), "limit": count(),
+                "offset": count(), "nextCursor": n("string")}),
+        ),
         ("conversations", "get" | "create" | "update") => one("conversation", "Conversation"),
         ("conversations", "sync") => object(
             &["sync", "progress"],
