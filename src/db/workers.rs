@@ -270,6 +270,29 @@ pub fn insert_run(
     Ok(get_run_any(c, &id)?.expect("row just inserted"))
 }
 
+/// Queues the scheduled run of `genie` due at `due_at` (the time its schedule computed),
+/// unless one for that due time exists: every instance's scheduler fires for the same due
+/// time, and the unique (genie, due time) index lets only the first insert through. `None`
+/// for the others.
+pub fn insert_scheduled_run(
+    c: &Connection,
+    genie: &WorkerGenie,
+    input: &Value,
+    due_at: &str,
+) -> rusqlite::Result<Option<Run>> {
+    let id = new_id();
+    let inserted = c.execute(
+        "INSERT INTO worker_runs (id, worker_genie_id, user_id, status, trigger, input, created_at, due_at)
+         VALUES (?1, ?2, ?3, 'queued', 'schedule', ?4, ?5, ?6)
+         ON CONFLICT DO NOTHING",
+        params![id, genie.id, genie.user_id, input.to_string(), now(), due_at],
+    )?;
+    if inserted == 0 {
+        return Ok(None);
+    }
+    get_run_any(c, &id)
+}
+
 pub fn get_run_any(c: &Connection, id: &str) -> rusqlite::Result<Option<Run>> {
     c.query_row(
         &format!("SELECT {RCOLS} FROM worker_runs WHERE id = ?1"),

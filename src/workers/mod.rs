@@ -49,6 +49,28 @@ pub async fn enqueue(
     Ok(run)
 }
 
+/// Queues the scheduled run of `genie` due at `due_at`, once across instances (see
+/// `db::workers::insert_scheduled_run`); `None` when another instance queued it first.
+pub async fn enqueue_scheduled(
+    app: &AppState,
+    genie: db::workers::WorkerGenie,
+    input: Value,
+    due_at: String,
+) -> ApiResult<Option<db::workers::Run>> {
+    let run = app
+        .db
+        .write(move |c| {
+            Ok(db::workers::insert_scheduled_run(
+                c, &genie, &input, &due_at,
+            )?)
+        })
+        .await?;
+    if run.is_some() {
+        app.workers.notify.notify_one();
+    }
+    Ok(run)
+}
+
 /// The background side of worker genies, started by `serve`: scheduler, event listener and
 /// executor, until shutdown.
 pub async fn run(
