@@ -59,9 +59,9 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             .with_context(|| format!("opening {}", config.db_path().display()))?,
     };
     let secrets = crate::workers::credentials::apply_master_key(&config, &db, secrets)?;
-    crate::workers::recover(&db)?;
     let jobs_lease = crate::jobs::Lease::from_config(&config);
     tracing::info!(instance = %jobs_lease.owner, "instance id");
+    crate::workers::recover(&db, &config, &jobs_lease.owner)?;
     let recovered = db
         .write_blocking(|c| Ok(dispatch::recover(c, &jobs_lease)?))
         .map_err(|e| anyhow::anyhow!("{e}"))?;

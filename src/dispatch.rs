@@ -28,8 +28,8 @@ pub fn recover(c: &Connection, lease: &Lease) -> rusqlite::Result<usize> {
 
 /// `jobs::take_over` (the jobs of instances that died, once their lease ran out), then what
 /// waited on each job it made `dead`, as `recover` does. Returns how many were made due again.
-pub fn take_over(c: &Connection, lease: &Lease) -> rusqlite::Result<usize> {
-    let taken = jobs::take_over(c, lease)?;
+pub fn take_over(c: &Connection) -> rusqlite::Result<usize> {
+    let taken = jobs::take_over(c)?;
     bury(c, &taken.dead)?;
     Ok(taken.requeued)
 }
@@ -221,8 +221,7 @@ pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bo
             && taken_over.is_none_or(|t| t.elapsed() >= every)
         {
             taken_over = Some(std::time::Instant::now());
-            let lease = app.jobs_lease.clone();
-            match app.db.write(move |c| Ok(take_over(c, &lease)?)).await {
+            match app.db.write(|c| Ok(take_over(c)?)).await {
                 Ok(0) => {}
                 Ok(n) => tracing::warn!(
                     count = n,

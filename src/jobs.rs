@@ -160,22 +160,18 @@ pub struct Recovered {
 /// instance's own id, since the others belong to live instances. Telling what waited on a
 /// dead job is the dispatcher's part (`dispatch::recover`), since only it knows job kinds.
 pub fn recover(c: &Connection, lease: &Lease) -> rusqlite::Result<Recovered> {
-    take_back(c, lease, !c.is_postgres())
+    take_back(c, Some(&lease.owner), !c.is_postgres())
 }
 
 /// Takes over the jobs of instances that died: those whose lease ran out, made due again (or
 /// `dead`) as [`recover`] does. The worker calls it now and then on PostgreSQL.
-pub fn take_over(c: &Connection, lease: &Lease) -> rusqlite::Result<Recovered> {
-    take_back(c, lease, false)
+pub fn take_over(c: &Connection) -> rusqlite::Result<Recovered> {
+    take_back(c, None, false)
 }
 
-fn take_back(c: &Connection, lease: &Lease, all: bool) -> rusqlite::Result<Recovered> {
+fn take_back(c: &Connection, me: Option<&str>, all: bool) -> rusqlite::Result<Recovered> {
     let now = db::now();
-    let o = db::jobs::Orphans {
-        all,
-        me: &lease.owner,
-        now: &now,
-    };
+    let o = db::jobs::Orphans { all, me, now: &now };
     let dead = db::jobs::kill_crashed(c, CRASHED, MAX_CRASH_RETRIES, &o)?;
     let requeued = db::jobs::requeue_crashed(c, CRASHED, &o)?;
     Ok(Recovered { requeued, dead })

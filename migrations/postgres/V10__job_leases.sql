@@ -4,6 +4,7 @@ ALTER TABLE jobs ADD COLUMN owner TEXT;
 ALTER TABLE jobs ADD COLUMN lease_until TEXT;
 
 ALTER TABLE worker_runs ADD COLUMN due_at TEXT;
+ALTER TABLE worker_runs ADD COLUMN owner TEXT;
 CREATE UNIQUE INDEX worker_runs_due ON worker_runs(worker_genie_id, due_at) WHERE due_at IS NOT NULL;
 
 CREATE TABLE rate_counters (

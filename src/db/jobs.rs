@@ -123,10 +123,11 @@ pub fn record_failure(
 
 /// Which `running` jobs belong to no live instance: every one (`all`, one instance on
 /// SQLite, at its start), or those whose lease ran out before `now`, of no owner (rows from
-/// before leases), or of `me` (this instance's id from a previous life).
+/// before leases), or of `me` (this instance's id from a previous life: given at start only,
+/// since while the instance runs its own running jobs are live).
 pub struct Orphans<'a> {
     pub all: bool,
-    pub me: &'a str,
+    pub me: Option<&'a str>,
     pub now: &'a str,
 }
 

@@ -346,14 +346,15 @@ pub fn has_queued_run(c: &Connection, genie_id: &str) -> rusqlite::Result<bool> 
     )
 }
 
-/// Claims the oldest queued run: it becomes `running` with `started_at` set.
-pub fn claim_run(c: &Connection) -> rusqlite::Result<Option<Run>> {
+/// Claims the oldest queued run for instance `owner`: it becomes `running` with
+/// `started_at` set.
+pub fn claim_run(c: &Connection, owner: &str) -> rusqlite::Result<Option<Run>> {
     let id: Option<String> = c
         .query_row(
-            "UPDATE worker_runs SET status = 'running', started_at = ?1
+            "UPDATE worker_runs SET status = 'running', started_at = ?1, owner = ?2
              WHERE id = (SELECT id FROM worker_runs WHERE status = 'queued' ORDER BY created_at, id LIMIT 1)
              RETURNING id",
-            [now()],
+            params![now(), owner],
             |r| r.get(0),
         )
         .optional()?;
@@ -400,13 +401,20 @@ pub fn finish_run(
     get_run_any(c, id)
 }
 
-/// Marks runs a crashed process left `running` as failed; returns how many.
-pub fn fail_interrupted(c: &Connection) -> rusqlite::Result<usize> {
+/// Fails the running runs of dead processes: all of them (`all`), or those of no owner, of
+/// owner `me`, or started before `started_before`; returns how many.
+pub fn fail_interrupted(
+    c: &Connection,
+    all: bool,
+    me: Option<&str>,
+    started_before: &str,
+) -> rusqlite::Result<usize> {
     c.execute(
         "UPDATE worker_runs SET status = 'failed', finished_at = ?1,
             error = 'interrupted: the service stopped while this run was running (crash or restart); it was not retried'
-         WHERE status = 'running'",
-        [now()],
+         WHERE status = 'running'
+           AND (?2 = 1 OR owner IS NULL OR owner = ?3 OR started_at < ?4)",
+        params![now(), i64::from(all), me, started_before],
     )
 }
 
