@@ -59,9 +59,11 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             .with_context(|| format!("opening {}", config.db_path().display()))?,
     };
     let secrets = crate::workers::credentials::apply_master_key(&config, &db, secrets)?;
-    crate::workers::recover(&db)?;
+    let jobs_lease = crate::jobs::Lease::from_config(&config);
+    tracing::info!(instance = %jobs_lease.owner, "instance id");
+    crate::workers::recover(&db, &config, &jobs_lease.owner)?;
     let recovered = db
-        .write_blocking(|c| Ok(dispatch::recover(c)?))
+        .write_blocking(|c| Ok(dispatch::recover(c, &jobs_lease)?))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if recovered > 0 {
         tracing::warn!(
@@ -113,7 +115,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
     })
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let state = Arc::new(AppInner {
-        limits: RateLimits::new(&config),
+        limits: RateLimits::new(&config, db.is_postgres().then(|| db.clone())),
         voice,
         net: Guarded::from_config(&config),
         llm: Llm::from_config(&config).map(|l| l.label_models(prices.models())),
@@ -135,6 +137,7 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         worker_beat: crate::jobs::Heartbeat::new(),
         documents,
         tasks: crate::tasks::Tasks::default(),
+        jobs_lease,
     });
     let router = http::router(state.clone(), Router::new());
     Ok(App { state, router })
@@ -208,6 +211,7 @@ async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(60)) => {
                 app.limits.shrink();
+                app.limits.prune().await;
                 app.public_chat.shrink();
             }
             _ = stop.changed() => return,

@@ -157,6 +157,19 @@ pub struct Config {
     #[arg(long, env = "GENIED_JOB_STALL_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     pub job_stall_seconds: u64,
 
+    /// Seconds a claimed job is held by the instance running it; renewed every third of it
+    /// while the job runs. When several instances share a PostgreSQL database, a job whose
+    /// instance died is taken over by another once its lease has run out (counted as a crash
+    /// retry). With SQLite (one instance) jobs left running are taken back at start.
+    #[arg(long, env = "GENIED_JOB_LEASE_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub job_lease_seconds: u64,
+
+    /// This instance's name in the jobs it claims (`jobs.owner`) and in its logs. Unset: the
+    /// host name, the process id and a random suffix, new at every start. Give each instance
+    /// sharing a database its own.
+    #[arg(long, env = "GENIED_INSTANCE_ID")]
+    pub instance_id: Option<String>,
+
     /// Base of the retry backoff for background jobs, in milliseconds: the n-th retry waits
     /// base × 2^n, at most an hour.
     #[arg(long, env = "GENIED_JOB_BACKOFF_BASE_MS", default_value_t = 1000)]

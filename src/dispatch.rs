@@ -8,14 +8,34 @@ use crate::db::sql::Connection;
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult, Kind};
-use crate::jobs::{self, Finished, Job, MAX_CRASH_RETRIES};
+use crate::jobs::{self, Finished, Job, Lease, MAX_CRASH_RETRIES};
 use crate::state::AppState;
 
 /// `jobs::recover`, then tells what waited on each job it made `dead` (a document fails), in
 /// the same transaction. Returns how many jobs were made due again.
-pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
-    let recovered = jobs::recover(c)?;
-    for job in &recovered.dead {
+pub fn recover(c: &Connection, lease: &Lease) -> rusqlite::Result<usize> {
+    let recovered = jobs::recover(c, lease)?;
+    bury(c, &recovered.dead)?;
+    let closed = crate::service::campaigns::recover(c)?;
+    if closed > 0 {
+        tracing::warn!(
+            count = closed,
+            "closed campaign calls a previous process left in progress (never placed again)"
+        );
+    }
+    Ok(recovered.requeued)
+}
+
+/// `jobs::take_over` (the jobs of instances that died, once their lease ran out), then what
+/// waited on each job it made `dead`, as `recover` does. Returns how many were made due again.
+pub fn take_over(c: &Connection) -> rusqlite::Result<usize> {
+    let taken = jobs::take_over(c)?;
+    bury(c, &taken.dead)?;
+    Ok(taken.requeued)
+}
+
+fn bury(c: &Connection, dead: &[Job]) -> rusqlite::Result<()> {
+    for job in dead {
         tracing::error!(
             job = job.id,
             kind = %job.kind,
@@ -27,14 +47,7 @@ pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
             crate::knowledge::pipeline::crashed_too_often(c, job)?;
         }
     }
-    let closed = crate::service::campaigns::recover(c)?;
-    if closed > 0 {
-        tracing::warn!(
-            count = closed,
-            "closed campaign calls a previous process left in progress (never placed again)"
-        );
-    }
-    Ok(recovered.requeued)
+    Ok(())
 }
 
 /// Runs one job by kind. Each resource that queues work adds its kind here.
@@ -101,7 +114,8 @@ async fn run_due_until(
         if stop.is_some_and(|s| *s.borrow()) {
             break;
         }
-        let Some(job) = app.db.write(|c| Ok(jobs::claim(c)?)).await? else {
+        let lease = app.jobs_lease.clone();
+        let Some(job) = app.db.write(move |c| Ok(jobs::claim(c, &lease)?)).await? else {
             break;
         };
         // On its own task, so that a job that panics fails like any other instead of ending
@@ -113,30 +127,43 @@ async fn run_due_until(
             tracing::Span::none()
         };
         let task = tracing::Instrument::instrument(async move { run(&app2, &job2).await }, span);
-        let outcome = match tokio::spawn(task).await {
-            Ok(r) => r,
-            Err(e) if e.is_panic() => Err(ApiError::new(
+        let outcome = match run_leased(app, &job, tokio::spawn(task)).await {
+            Some(Ok(r)) => r,
+            Some(Err(e)) if e.is_panic() => Err(ApiError::new(
                 Kind::Internal,
                 "the job panicked (a bug; see the log)",
             )),
-            Err(e) => Err(ApiError::new(
+            Some(Err(e)) => Err(ApiError::new(
                 Kind::Internal,
                 format!("the job did not finish: {e}"),
             )),
+            None => {
+                app.worker_beat.beat();
+                continue;
+            }
         };
         if let Err(e) = &outcome {
             tracing::warn!(job = job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
         }
         let base = app.config.job_backoff_base_ms;
         let (kind, payload) = (job.kind.clone(), job.payload.clone());
+        let lease = app.jobs_lease.clone();
+        let id = job.id;
         let finished = app
             .db
             .write(move |c| {
                 // The job's stored `last_error` is the error's message, in words a person reads.
                 let stored = outcome.as_ref().map(|_| ()).map_err(|e| e.message.as_str());
-                Ok(jobs::finish(c, &job, stored, base)?)
+                Ok(jobs::finish(c, &job, &lease, stored, base)?)
             })
             .await?;
+        if finished == Finished::Lost {
+            tracing::warn!(
+                job = id,
+                kind = %kind,
+                "job finished after its lease ran out and another instance took it over; its outcome here is dropped"
+            );
+        }
         if finished == Finished::Dead {
             gave_up(app, &kind, &payload).await;
         }
@@ -146,13 +173,63 @@ async fn run_due_until(
     Ok(n)
 }
 
+/// Waits for a claimed job's task while renewing its lease every third of it. `None` when
+/// the lease was lost (the instance stalled past it and another took the job over): the
+/// task is aborted, since the job now runs elsewhere.
+async fn run_leased(
+    app: &AppState,
+    job: &Job,
+    mut task: tokio::task::JoinHandle<ApiResult<()>>,
+) -> Option<Result<ApiResult<()>, tokio::task::JoinError>> {
+    let every = app.jobs_lease.renew_every();
+    loop {
+        tokio::select! {
+            r = &mut task => return Some(r),
+            _ = tokio::time::sleep(every) => {
+                let (lease, j) = (app.jobs_lease.clone(), job.clone());
+                match app.db.write(move |c| Ok(jobs::renew(c, &j, &lease)?)).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(job = job.id, kind = %job.kind, "lost the lease on a running job (another instance took it over); stopping it here");
+                        task.abort();
+                        return None;
+                    }
+                    // The database is unreachable: the lease may run out, and then another
+                    // instance runs the job as well; the next renewal tells.
+                    Err(e) => tracing::warn!(job = job.id, error = %e, "could not renew a job's lease"),
+                }
+            }
+        }
+    }
+}
+
 /// The worker loop: runs due jobs whenever woken (`AppState::jobs_notify`) or every
 /// `job_poll_ms`, until shutdown.
 pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let poll = Duration::from_millis(app.config.job_poll_ms.max(10));
     let mut written: Option<std::time::Instant> = None;
+    // Only PostgreSQL can hold another live instance's jobs; SQLite took back every running
+    // job at start, so an expired lease there is this instance's own job, still running.
+    let take_over_every = app
+        .db
+        .is_postgres()
+        .then(|| (app.jobs_lease.length / 4).max(Duration::from_millis(250)));
+    let mut taken_over: Option<std::time::Instant> = None;
     loop {
         app.worker_beat.beat();
+        if let Some(every) = take_over_every
+            && taken_over.is_none_or(|t| t.elapsed() >= every)
+        {
+            taken_over = Some(std::time::Instant::now());
+            match app.db.write(|c| Ok(take_over(c)?)).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    count = n,
+                    "took over jobs of an instance whose lease ran out"
+                ),
+                Err(e) => tracing::warn!(error = %e, "looking for jobs of dead instances"),
+            }
+        }
         if written.is_none_or(|w| w.elapsed() >= jobs::BEAT_EVERY) {
             written = Some(std::time::Instant::now());
             write_beat(&app, false).await;

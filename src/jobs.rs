@@ -2,9 +2,13 @@
 //! document pipeline steps, deliveries) is a row in `jobs`; the worker loop (`dispatch`)
 //! claims due jobs, runs them, and reschedules failures with exponential backoff. This module
 //! is the queue only: it knows no job kind, so everything that queues work can import it. A claim commits `running`
-//! before the job runs, so a job found `running` at start belonged to a process that died
+//! before the job runs, with the claiming instance's id (`owner`) and a lease (`lease_until`)
+//! that the instance renews while the job runs. A running job whose lease ran out, or (with
+//! SQLite, one instance) any job found `running` at start, belonged to a process that died
 //! while running it: it is made due again at most [`MAX_CRASH_RETRIES`] times, then `dead`,
-//! so an input that kills the process cannot do so at every restart.
+//! so an input that kills the process cannot do so at every restart. With several instances
+//! on one PostgreSQL database, a starting instance leaves the live leases of the others
+//! alone; their jobs are taken over only once their lease has run out.
 
 use std::time::Duration;
 
@@ -34,9 +38,60 @@ pub fn enqueue(
     db::jobs::insert(c, kind, payload, max_attempts, &run_at, &ts)
 }
 
-/// Takes the next due job and marks it `running` (committed before it runs, see above).
-pub fn claim(c: &Connection) -> rusqlite::Result<Option<Job>> {
-    db::jobs::claim_due(c, &db::now())
+/// Who claims jobs and for how long: this instance's id and the lease length.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub owner: String,
+    pub length: Duration,
+}
+
+impl Lease {
+    /// From `--instance-id` (a generated id when unset) and `--job-lease-seconds`.
+    pub fn from_config(config: &crate::config::Config) -> Lease {
+        Lease {
+            owner: config
+                .instance_id
+                .clone()
+                .unwrap_or_else(generated_instance_id),
+            length: Duration::from_secs(config.job_lease_seconds.max(1)),
+        }
+    }
+
+    /// The lease's end if it starts now.
+    fn until(&self) -> String {
+        db::fmt_time(
+            chrono::Utc::now() + chrono::Duration::from_std(self.length).unwrap_or_default(),
+        )
+    }
+
+    /// How often a running job's lease is renewed: a third of it, so that two renewals may
+    /// be late before it runs out.
+    pub fn renew_every(&self) -> Duration {
+        (self.length / 3).max(Duration::from_millis(100))
+    }
+}
+
+/// Host name, process id and a random suffix: unique across instances and restarts.
+pub fn generated_instance_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "genied".into());
+    let suffix: u32 = rand::random();
+    format!("{host}-{}-{suffix:08x}", std::process::id())
+}
+
+/// Takes the next due job and marks it `running` under `lease` (committed before it runs,
+/// see above).
+pub fn claim(c: &Connection, lease: &Lease) -> rusqlite::Result<Option<Job>> {
+    db::jobs::claim_due(c, &db::now(), &lease.owner, &lease.until())
+}
+
+/// Extends the lease on a job this instance is running; false when it is no longer its own
+/// (its lease ran out and another instance took it over).
+pub fn renew(c: &Connection, job: &Job, lease: &Lease) -> rusqlite::Result<bool> {
+    db::jobs::renew(c, job.id, &lease.owner, &lease.until())
 }
 
 /// Backoff after the n-th failed attempt: base × 2^n, capped at an hour.
@@ -51,6 +106,9 @@ pub enum Finished {
     Done,
     Retrying,
     Dead,
+    /// The lease had run out and another instance had taken the job over: its outcome is
+    /// that instance's to record, so this one records nothing.
+    Lost,
 }
 
 /// Records how a claimed job ended (`Err` holds the text stored as its `last_error`):
@@ -59,10 +117,14 @@ pub enum Finished {
 pub fn finish(
     c: &Connection,
     job: &Job,
+    lease: &Lease,
     outcome: Result<(), &str>,
     base_ms: u64,
 ) -> rusqlite::Result<Finished> {
     let now = db::now();
+    if !db::jobs::held_by(c, job.id, &lease.owner)? {
+        return Ok(Finished::Lost);
+    }
     match outcome {
         Ok(()) => {
             db::jobs::delete(c, job.id)?;
@@ -92,13 +154,26 @@ pub struct Recovered {
 }
 
 /// Deals with the jobs a dead process left `running` (call at startup, before the worker
-/// starts): each is due again, unless the process already died [`MAX_CRASH_RETRIES`] times
-/// running it, in which case it is `dead` with the reason [`CRASHED`]. Telling what waited on
-/// a dead job is the dispatcher's part (`dispatch::recover`), since only it knows job kinds.
-pub fn recover(c: &Connection) -> rusqlite::Result<Recovered> {
+/// starts): each is due again, unless it was already taken back [`MAX_CRASH_RETRIES`] times,
+/// in which case it is `dead` with the reason [`CRASHED`]. With SQLite (one instance) that
+/// is every running job; with PostgreSQL only those whose lease ran out or that carry this
+/// instance's own id, since the others belong to live instances. Telling what waited on a
+/// dead job is the dispatcher's part (`dispatch::recover`), since only it knows job kinds.
+pub fn recover(c: &Connection, lease: &Lease) -> rusqlite::Result<Recovered> {
+    take_back(c, Some(&lease.owner), !c.is_postgres())
+}
+
+/// Takes over the jobs of instances that died: those whose lease ran out, made due again (or
+/// `dead`) as [`recover`] does. The worker calls it now and then on PostgreSQL.
+pub fn take_over(c: &Connection) -> rusqlite::Result<Recovered> {
+    take_back(c, None, false)
+}
+
+fn take_back(c: &Connection, me: Option<&str>, all: bool) -> rusqlite::Result<Recovered> {
     let now = db::now();
-    let dead = db::jobs::kill_crashed(c, CRASHED, MAX_CRASH_RETRIES, &now)?;
-    let requeued = db::jobs::requeue_crashed(c, CRASHED, &now)?;
+    let o = db::jobs::Orphans { all, me, now: &now };
+    let dead = db::jobs::kill_crashed(c, CRASHED, MAX_CRASH_RETRIES, &o)?;
+    let requeued = db::jobs::requeue_crashed(c, CRASHED, &o)?;
     Ok(Recovered { requeued, dead })
 }
 

@@ -1,6 +1,11 @@
 //! In-memory token buckets (governor): per API key, per signed-in user, per client address
 //! for sign-in attempts and for the public page's chat. A limit of 0 turns that bucket off.
 //! They live in the application state, so they sit below `http/`, which only consults them.
+//!
+//! On PostgreSQL, where several instances serve one API, the per-key and per-user limits are
+//! counted in the database instead ([`Shared`]), so that they hold across instances: a fixed
+//! one-minute window per key, one `INSERT .. ON CONFLICT DO UPDATE .. RETURNING` per
+//! request. The sign-in and public-chat limits stay per instance.
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -11,6 +16,7 @@ use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
 use crate::config::Config;
+use crate::db::{self, Db};
 use crate::error::{ApiError, ApiResult};
 
 /// What a caller's requests are counted against: the API key it uses, or the signed-in user.
@@ -79,6 +85,8 @@ pub struct Limited {
 }
 
 pub struct RateLimits {
+    /// Set on PostgreSQL: `api_keys` and `users` are counted there.
+    shared: Option<Shared>,
     api_keys: Option<Bucket<String>>,
     users: Option<Bucket<String>>,
     logins: Option<Bucket<IpAddr>>,
@@ -88,9 +96,70 @@ pub struct RateLimits {
     accounts: Option<Bucket<String>>,
 }
 
+/// The per-key limits counted in the database: fixed windows of [`WINDOW_SECONDS`].
+struct Shared {
+    db: Db,
+    api_keys: u32,
+    users: u32,
+}
+
+/// The shared counters' window.
+const WINDOW_SECONDS: i64 = 60;
+
+impl Shared {
+    async fn check(&self, key: &RateKey) -> Result<Option<RateInfo>, Limited> {
+        let (limit, name) = match key {
+            RateKey::ApiKey(k) => (self.api_keys, format!("key:{k}")),
+            RateKey::User(u) => (self.users, format!("user:{u}")),
+        };
+        if limit == 0 {
+            return Ok(None);
+        }
+        let now = chrono::Utc::now().timestamp();
+        let start = now - now.rem_euclid(WINDOW_SECONDS);
+        // A single-row upsert, atomic on its own: it runs outside the write lock (on a
+        // pooled connection, autocommit), so counting never waits for other writes.
+        let n = match self
+            .db
+            .read(move |c| Ok(db::rate_limits::count(c, &name, start)?))
+            .await
+        {
+            Ok(n) => n,
+            Err(e) => {
+                // The request itself needs the database; refusing it here for the counter
+                // alone would turn a counting hiccup into an outage.
+                tracing::warn!(error = %e, "could not count a request against the rate limit; let through");
+                return Ok(None);
+            }
+        };
+        let used = u32::try_from(n).unwrap_or(u32::MAX);
+        if used <= limit {
+            return Ok(Some(RateInfo {
+                limit,
+                remaining: limit - used,
+            }));
+        }
+        let wait = (start + WINDOW_SECONDS - now).max(1) as u64;
+        Err(Limited {
+            error: ApiError::rate_limited(wait),
+            info: RateInfo {
+                limit,
+                remaining: 0,
+            },
+        })
+    }
+}
+
 impl RateLimits {
-    pub fn new(c: &Config) -> RateLimits {
+    /// `db`: the database when it is PostgreSQL (several instances may share it), where the
+    /// per-key and per-user limits are counted; `None` for the in-memory buckets.
+    pub fn new(c: &Config, db: Option<Db>) -> RateLimits {
         RateLimits {
+            shared: db.map(|db| Shared {
+                db,
+                api_keys: c.rate_limit_per_minute,
+                users: c.session_rate_limit_per_minute,
+            }),
             api_keys: Bucket::new(c.rate_limit_per_minute),
             users: Bucket::new(c.session_rate_limit_per_minute),
             logins: Bucket::new(c.login_rate_limit_per_minute),
@@ -99,7 +168,10 @@ impl RateLimits {
     }
 
     /// Counts one request; `Ok(None)` when that kind of caller is not limited.
-    pub fn check(&self, key: &RateKey) -> Result<Option<RateInfo>, Limited> {
+    pub async fn check(&self, key: &RateKey) -> Result<Option<RateInfo>, Limited> {
+        if let Some(s) = &self.shared {
+            return s.check(key).await;
+        }
         match key {
             RateKey::ApiKey(k) => self.api_keys.as_ref().map(|b| b.check(k)).transpose(),
             RateKey::User(u) => self.users.as_ref().map(|b| b.check(u)).transpose(),
@@ -118,6 +190,18 @@ impl RateLimits {
         match self.accounts.as_ref().map(|b| b.check(&key.to_lowercase())) {
             Some(Err(limited)) => Err(limited.error),
             _ => Ok(()),
+        }
+    }
+
+    /// Removes the shared counters of past windows (PostgreSQL).
+    pub async fn prune(&self) {
+        let Some(s) = &self.shared else { return };
+        let before = chrono::Utc::now().timestamp() - 2 * WINDOW_SECONDS;
+        if let Err(e) =
+            s.db.read(move |c| Ok(db::rate_limits::prune(c, before)?))
+                .await
+        {
+            tracing::warn!(error = %e, "could not remove old rate limit counters");
         }
     }
 

@@ -49,6 +49,8 @@ pub struct AppInner {
     pub worker_beat: crate::jobs::Heartbeat,
     /// Campaign calls in progress; aborted when the service stops.
     pub tasks: crate::tasks::Tasks,
+    /// This instance's id and lease length for the jobs it claims (see `jobs::Lease`).
+    pub jobs_lease: crate::jobs::Lease,
 }
 
 pub type AppState = Arc<AppInner>;

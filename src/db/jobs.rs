@@ -39,16 +39,51 @@ pub fn insert(
     )
 }
 
-/// Marks the next job due at `now` `running` and counts the attempt, in one statement.
-pub fn claim_due(c: &Connection, now: &str) -> rusqlite::Result<Option<Job>> {
+/// Marks the next job due at `now` `running`, held by `owner` until `lease_until`, and
+/// counts the attempt, in one statement. On PostgreSQL the row is taken `FOR UPDATE SKIP
+/// LOCKED`, so claims of several instances never wait on or take the same row.
+pub fn claim_due(
+    c: &Connection,
+    now: &str,
+    owner: &str,
+    lease_until: &str,
+) -> rusqlite::Result<Option<Job>> {
+    let lock = if c.is_postgres() {
+        " FOR UPDATE SKIP LOCKED"
+    } else {
+        ""
+    };
     c.query_row(
-        "UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?1
-         WHERE id = (SELECT id FROM jobs WHERE status = 'pending' AND run_at <= ?1 ORDER BY run_at, id LIMIT 1)
-         RETURNING id, kind, payload, attempts",
-        [now],
+        &format!(
+            "UPDATE jobs SET status = 'running', attempts = attempts + 1, owner = ?2,
+                    lease_until = ?3, updated_at = ?1
+             WHERE id = (SELECT id FROM jobs WHERE status = 'pending' AND run_at <= ?1
+                         ORDER BY run_at, id LIMIT 1{lock})
+             RETURNING id, kind, payload, attempts"
+        ),
+        params![now, owner, lease_until],
         job_row,
     )
     .optional()
+}
+
+/// Extends `owner`'s lease on running job `id`; false when the job is no longer its own
+/// (another instance took it over after the lease ran out, or it was removed).
+pub fn renew(c: &Connection, id: i64, owner: &str, lease_until: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute(
+        "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND owner = ?2 AND status = 'running'",
+        params![id, owner, lease_until],
+    )? == 1)
+}
+
+/// Whether running job `id` is still held by `owner`.
+pub fn held_by(c: &Connection, id: i64, owner: &str) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT COUNT(*) FROM jobs WHERE id = ?1 AND owner = ?2 AND status = 'running'",
+        params![id, owner],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n == 1)
 }
 
 pub fn delete(c: &Connection, id: i64) -> rusqlite::Result<()> {
@@ -72,7 +107,9 @@ pub fn record_failure(
     now: &str,
 ) -> rusqlite::Result<()> {
     c.execute(
-        "UPDATE jobs SET status = ?2, last_error = ?3, run_at = ?4, updated_at = ?5 WHERE id = ?1",
+        "UPDATE jobs SET status = ?2, last_error = ?3, run_at = ?4, updated_at = ?5,
+                owner = NULL, lease_until = NULL
+         WHERE id = ?1",
         params![
             id,
             if dead { "dead" } else { "pending" },
@@ -84,31 +121,49 @@ pub fn record_failure(
     Ok(())
 }
 
-/// Makes `dead` the `running` jobs already found running `max_crash_retries` times at a
-/// start, and returns them.
+/// Which `running` jobs belong to no live instance: every one (`all`, one instance on
+/// SQLite, at its start), or those whose lease ran out before `now`, of no owner (rows from
+/// before leases), or of `me` (this instance's id from a previous life: given at start only,
+/// since while the instance runs its own running jobs are live).
+pub struct Orphans<'a> {
+    pub all: bool,
+    pub me: Option<&'a str>,
+    pub now: &'a str,
+}
+
+const ORPHAN: &str = "status = 'running'
+    AND (?3 = 1 OR owner IS NULL OR owner = ?4 OR lease_until IS NULL OR lease_until < ?1)";
+
+/// Makes `dead` the orphaned jobs already taken back `max_crash_retries` times, and returns
+/// them.
 pub fn kill_crashed(
     c: &Connection,
     error: &str,
     max_crash_retries: i64,
-    now: &str,
+    o: &Orphans<'_>,
 ) -> rusqlite::Result<Vec<Job>> {
-    c.prepare(
+    c.prepare(&format!(
         "UPDATE jobs SET status = 'dead', crash_retries = crash_retries + 1, last_error = ?2,
-                updated_at = ?1
-         WHERE status = 'running' AND crash_retries >= ?3
-         RETURNING id, kind, payload, attempts",
+                owner = NULL, lease_until = NULL, updated_at = ?1
+         WHERE {ORPHAN} AND crash_retries >= ?5
+         RETURNING id, kind, payload, attempts"
+    ))?
+    .query_map(
+        params![o.now, error, i64::from(o.all), o.me, max_crash_retries],
+        job_row,
     )?
-    .query_map(params![now, error, max_crash_retries], job_row)?
     .collect()
 }
 
-/// Makes every remaining `running` job due again, counting the crash.
-pub fn requeue_crashed(c: &Connection, error: &str, now: &str) -> rusqlite::Result<usize> {
+/// Makes every remaining orphaned job due again, counting the crash.
+pub fn requeue_crashed(c: &Connection, error: &str, o: &Orphans<'_>) -> rusqlite::Result<usize> {
     c.execute(
-        "UPDATE jobs SET status = 'pending', crash_retries = crash_retries + 1, last_error = ?2,
-                updated_at = ?1
-         WHERE status = 'running'",
-        params![now, error],
+        &format!(
+            "UPDATE jobs SET status = 'pending', crash_retries = crash_retries + 1, last_error = ?2,
+                    owner = NULL, lease_until = NULL, updated_at = ?1
+             WHERE {ORPHAN}"
+        ),
+        params![o.now, error, i64::from(o.all), o.me],
     )
 }
 

@@ -31,6 +31,7 @@ pub mod page_chat;
 pub mod phone_imports;
 pub mod provider_hooks;
 pub mod qr_codes;
+pub mod rate_limits;
 pub mod sessions;
 pub mod sync_runs;
 pub mod teams;
@@ -284,13 +285,13 @@ impl Db {
     }
 
     /// The committed authentication epoch ([`auth_epoch`]), read on the calling thread
-    /// without waiting; `None` when it cannot be answered at once. Always `None` on
-    /// PostgreSQL: callers then read it through the pool on every request, so a change
-    /// made on any instance is seen by the next request on every other.
+    /// without waiting; `None` when it cannot be answered at once (callers then read it
+    /// through the pool). On PostgreSQL it is the value the instance's LISTEN/NOTIFY
+    /// listener keeps (`auth_epoch::PgEpochListener`), unknown while it is reconnecting.
     pub fn auth_epoch(&self) -> Option<i64> {
         match &self.0 {
             Engine::Sqlite(l) => l.auth.now(),
-            Engine::Postgres(_) => None,
+            Engine::Postgres(p) => p.auth_epoch(),
         }
     }
 

@@ -403,6 +403,8 @@ pub fn error(e: postgres::Error, sql: &str) -> rusqlite::Error {
 #[derive(Clone)]
 pub struct PgDb {
     pool: r2d2::Pool<Manager>,
+    /// The authentication epoch as LISTEN/NOTIFY keeps it (see `auth_epoch`).
+    auth: std::sync::Arc<super::auth_epoch::PgEpochListener>,
 }
 
 impl PgDb {
@@ -417,8 +419,9 @@ impl PgDb {
             .max_size(size)
             .min_idle(Some(1))
             .test_on_check_out(false)
-            .build(Manager(config))?;
-        Ok(PgDb { pool })
+            .build(Manager(config.clone()))?;
+        let auth = super::auth_epoch::PgEpochListener::start(config);
+        Ok(PgDb { pool, auth })
     }
 
     fn migrate_with(config: &postgres::Config) -> anyhow::Result<Vec<i32>> {
@@ -446,6 +449,11 @@ impl PgDb {
             .parse()
             .map_err(|_| anyhow::anyhow!("--database-url is not a valid PostgreSQL URL"))?;
         off_runtime(|| PgDb::migrate_with(&config))
+    }
+
+    /// The committed authentication epoch when the listener knows it (see `auth_epoch`).
+    pub fn auth_epoch(&self) -> Option<i64> {
+        self.auth.now()
     }
 
     /// `read_now` from any thread (see [`off_runtime`]).
@@ -495,7 +503,23 @@ impl PgDb {
         } else {
             "ROLLBACK"
         };
-        let ended = s.client().batch_execute(end);
+        let ended = if end == "COMMIT" {
+            // The authentication epoch as this transaction leaves it, in the same round
+            // trip: this instance's auth cache sees its own revocations at once.
+            s.client()
+                .simple_query("SELECT epoch FROM auth_epoch WHERE id = 1; COMMIT")
+                .map(|msgs| {
+                    let epoch = msgs.iter().find_map(|m| match m {
+                        postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse::<i64>().ok(),
+                        _ => None,
+                    });
+                    if let Some(e) = epoch {
+                        self.auth.observe(e);
+                    }
+                })
+        } else {
+            s.client().batch_execute(end)
+        };
         match out {
             Ok(Ok(v)) => match ended {
                 Ok(()) => Ok(v),

@@ -270,6 +270,29 @@ pub fn insert_run(
     Ok(get_run_any(c, &id)?.expect("row just inserted"))
 }
 
+/// Queues the scheduled run of `genie` due at `due_at` (the time its schedule computed),
+/// unless one for that due time exists: every instance's scheduler fires for the same due
+/// time, and the unique (genie, due time) index lets only the first insert through. `None`
+/// for the others.
+pub fn insert_scheduled_run(
+    c: &Connection,
+    genie: &WorkerGenie,
+    input: &Value,
+    due_at: &str,
+) -> rusqlite::Result<Option<Run>> {
+    let id = new_id();
+    let inserted = c.execute(
+        "INSERT INTO worker_runs (id, worker_genie_id, user_id, status, trigger, input, created_at, due_at)
+         VALUES (?1, ?2, ?3, 'queued', 'schedule', ?4, ?5, ?6)
+         ON CONFLICT DO NOTHING",
+        params![id, genie.id, genie.user_id, input.to_string(), now(), due_at],
+    )?;
+    if inserted == 0 {
+        return Ok(None);
+    }
+    get_run_any(c, &id)
+}
+
 pub fn get_run_any(c: &Connection, id: &str) -> rusqlite::Result<Option<Run>> {
     c.query_row(
         &format!("SELECT {RCOLS} FROM worker_runs WHERE id = ?1"),
@@ -323,14 +346,15 @@ pub fn has_queued_run(c: &Connection, genie_id: &str) -> rusqlite::Result<bool> 
     )
 }
 
-/// Claims the oldest queued run: it becomes `running` with `started_at` set.
-pub fn claim_run(c: &Connection) -> rusqlite::Result<Option<Run>> {
+/// Claims the oldest queued run for instance `owner`: it becomes `running` with
+/// `started_at` set.
+pub fn claim_run(c: &Connection, owner: &str) -> rusqlite::Result<Option<Run>> {
     let id: Option<String> = c
         .query_row(
-            "UPDATE worker_runs SET status = 'running', started_at = ?1
+            "UPDATE worker_runs SET status = 'running', started_at = ?1, owner = ?2
              WHERE id = (SELECT id FROM worker_runs WHERE status = 'queued' ORDER BY created_at, id LIMIT 1)
              RETURNING id",
-            [now()],
+            params![now(), owner],
             |r| r.get(0),
         )
         .optional()?;
@@ -377,13 +401,20 @@ pub fn finish_run(
     get_run_any(c, id)
 }
 
-/// Marks runs a crashed process left `running` as failed; returns how many.
-pub fn fail_interrupted(c: &Connection) -> rusqlite::Result<usize> {
+/// Fails the running runs of dead processes: all of them (`all`), or those of no owner, of
+/// owner `me`, or started before `started_before`; returns how many.
+pub fn fail_interrupted(
+    c: &Connection,
+    all: bool,
+    me: Option<&str>,
+    started_before: &str,
+) -> rusqlite::Result<usize> {
     c.execute(
         "UPDATE worker_runs SET status = 'failed', finished_at = ?1,
             error = 'interrupted: the service stopped while this run was running (crash or restart); it was not retried'
-         WHERE status = 'running'",
-        [now()],
+         WHERE status = 'running'
+           AND (?2 = 1 OR owner IS NULL OR owner = ?3 OR started_at < ?4)",
+        params![now(), i64::from(all), me, started_before],
     )
 }
 

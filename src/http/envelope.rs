@@ -142,7 +142,7 @@ pub async fn execute(
         Ok(p) => p,
         Err(e) => return with_labels(e.into_response(), labels),
     };
-    let (mut resp, info) = match app.limits.check(&principal.rate_key()) {
+    let (mut resp, info) = match app.limits.check(&principal.rate_key()).await {
         Err(limited) => (limited.error.into_response(), Some(limited.info)),
         Ok(info) => (
             run(app, principal, ip, envelope)

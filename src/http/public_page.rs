@@ -527,7 +527,7 @@ async fn qr_url(app: &AppState, headers: &HeaderMap, id: &str) -> ApiResult<Stri
         false,
     )
     .await?;
-    if let Err(limited) = app.limits.check(&principal.rate_key()) {
+    if let Err(limited) = app.limits.check(&principal.rate_key()).await {
         return Err(limited.error);
     }
     let id = crate::api::parse_uuid(id, "id")?;

@@ -19,10 +19,14 @@ use crate::error::ApiResult;
 use crate::events::Event;
 use crate::state::AppState;
 
-/// At start: runs a previous process left `running` are failed with a clear error.
-pub fn recover(db: &Db) -> anyhow::Result<()> {
+/// Fails, with a clear error, the runs a dead process left `running`. With SQLite (one
+/// instance, at its start) that is every running run. With PostgreSQL, where other live
+/// instances may be running theirs, only runs of no owner, of this instance's id (a previous
+/// life), or started longer ago than a run may last (`--worker-run-timeout-seconds`) plus a
+/// job lease: their instance would have stopped them by then, so it is gone.
+pub fn recover(db: &Db, config: &crate::config::Config, me: &str) -> anyhow::Result<()> {
     let n = db
-        .write_blocking(|c| Ok(db::workers::fail_interrupted(c)?))
+        .write_blocking(|c| Ok(fail_orphaned(c, config, Some(me), !c.is_postgres())?))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if n > 0 {
         tracing::warn!(
@@ -31,6 +35,22 @@ pub fn recover(db: &Db) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `me`: this instance's id at its start (its runs are then of a previous life); `None` while
+/// it runs, when its own running runs are live.
+fn fail_orphaned(
+    c: &crate::db::Connection,
+    config: &crate::config::Config,
+    me: Option<&str>,
+    all: bool,
+) -> rusqlite::Result<usize> {
+    let limit = config
+        .worker_run_timeout_seconds
+        .saturating_add(config.job_lease_seconds);
+    let before = chrono::Utc::now()
+        - chrono::Duration::seconds(i64::try_from(limit).unwrap_or(i64::MAX / 2_000));
+    db::workers::fail_interrupted(c, all, me, &db::fmt_time(before))
 }
 
 /// Queues a run of `genie` and wakes the executor.
@@ -49,6 +69,28 @@ pub async fn enqueue(
     Ok(run)
 }
 
+/// Queues the scheduled run of `genie` due at `due_at`, once across instances (see
+/// `db::workers::insert_scheduled_run`); `None` when another instance queued it first.
+pub async fn enqueue_scheduled(
+    app: &AppState,
+    genie: db::workers::WorkerGenie,
+    input: Value,
+    due_at: String,
+) -> ApiResult<Option<db::workers::Run>> {
+    let run = app
+        .db
+        .write(move |c| {
+            Ok(db::workers::insert_scheduled_run(
+                c, &genie, &input, &due_at,
+            )?)
+        })
+        .await?;
+    if run.is_some() {
+        app.workers.notify.notify_one();
+    }
+    Ok(run)
+}
+
 /// The background side of worker genies, started by `serve`: scheduler, event listener and
 /// executor, until shutdown.
 pub async fn run(
@@ -62,8 +104,24 @@ pub async fn run(
     }
     let poll = Duration::from_millis(app.config.job_poll_ms.clamp(10, 1000));
     let mut last_resync = std::time::Instant::now();
+    let mut last_sweep = std::time::Instant::now();
     loop {
         claim_and_spawn(&app).await;
+        // With PostgreSQL an instance may die with runs in hand and nobody restart it: the
+        // others fail those runs once they are past any run's time limit.
+        if app.db.is_postgres() && last_sweep.elapsed() >= Duration::from_secs(60) {
+            last_sweep = std::time::Instant::now();
+            let config = app.config.clone();
+            match app
+                .db
+                .write(move |c| Ok(fail_orphaned(c, &config, None, false)?))
+                .await
+            {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(count = n, "failed worker runs of an instance that died"),
+                Err(e) => tracing::warn!(error = %e, "looking for worker runs of dead instances"),
+            }
+        }
         // The scheduler fixes a time zone's UTC offset when a job is registered; registering
         // every schedule again each hour follows daylight-saving changes.
         if last_resync.elapsed() >= Duration::from_secs(3600) {
@@ -113,7 +171,12 @@ async fn claim_and_spawn(app: &AppState) {
         let Ok(permit) = app.workers.slots.clone().try_acquire_owned() else {
             return;
         };
-        let run = match app.db.write(|c| Ok(db::workers::claim_run(c)?)).await {
+        let owner = app.jobs_lease.owner.clone();
+        let run = match app
+            .db
+            .write(move |c| Ok(db::workers::claim_run(c, &owner)?))
+            .await
+        {
             Ok(Some(run)) => run,
             Ok(None) => return,
             Err(e) => {

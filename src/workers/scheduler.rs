@@ -1,6 +1,8 @@
 //! Schedule triggers on tokio-cron-scheduler. Every active genie with `trigger_type`
 //! `schedule` has one cron job; it is registered at start and re-registered on every create,
-//! update and delete (`sync`). A firing job only enqueues a run.
+//! update and delete (`sync`). A firing job only enqueues a run, keyed by the due time the
+//! schedule computes (not the clock at firing): every instance sharing a database fires for
+//! the same due time, and only the first insert of that (genie, due time) makes a run.
 //!
 //! Expressions have 5 fields (minute hour day-of-month month day-of-week) and are read in the
 //! genie's `timezone`. The scheduler library wants a seconds field, so `0 ` is put in front.
@@ -150,14 +152,21 @@ pub async fn sync(app: &AppState, id: &str) {
         }
     };
     let tz: chrono_tz::Tz = genie.timezone.parse().unwrap_or(chrono_tz::UTC);
+    let Some(pattern) = parse(&cron) else { return };
     let weak = Arc::downgrade(app);
     let gid = genie.id.clone();
     let job = Job::new_async_tz(cron.as_str(), tz, move |_, _| {
         let weak: std::sync::Weak<AppInner> = weak.clone();
         let gid = gid.clone();
+        let due = due_time(&pattern, tz, chrono::Utc::now());
         Box::pin(async move {
             let Some(app) = weak.upgrade() else { return };
-            fire(&app, &gid).await;
+            match due {
+                Some(due) => fire(&app, &gid, due).await,
+                None => {
+                    tracing::error!(genie = %gid, "schedule fired but no due time precedes now")
+                }
+            }
         })
     });
     match job {
@@ -175,7 +184,31 @@ pub async fn sync(app: &AppState, id: &str) {
     }
 }
 
-async fn fire(app: &AppState, id: &str) {
+fn parse(cron: &str) -> Option<croner::Cron> {
+    CronParser::builder()
+        .seconds(Seconds::Required)
+        .dom_and_dow(true)
+        .build()
+        .parse(cron)
+        .ok()
+}
+
+/// The due time a firing at `now` is for: the latest time of the schedule at or before
+/// `now`. The scheduler fires at or after a due time, never before (it checks every half
+/// second), so every instance computes the same one unless it fires later than the
+/// schedule's next time.
+pub fn due_time(
+    pattern: &croner::Cron,
+    tz: chrono_tz::Tz,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    pattern
+        .find_previous_occurrence(&now.with_timezone(&tz), true)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+async fn fire(app: &AppState, id: &str, due: chrono::DateTime<chrono::Utc>) {
     let gid = id.to_string();
     let found = app
         .db
@@ -194,9 +227,16 @@ async fn fire(app: &AppState, id: &str) {
         }
         _ => return,
     };
+    // Second precision: the due time is the run's key across instances.
+    let due_at = due.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let input =
-        json!({"scheduled_at": db::now(), "schedule": genie.schedule, "timezone": genie.timezone});
-    if let Err(e) = super::enqueue(app, genie, "schedule", input).await {
-        tracing::error!(error = %e, "enqueueing a scheduled worker run");
+        json!({"scheduled_at": due_at, "schedule": genie.schedule, "timezone": genie.timezone});
+    let gid = genie.id.clone();
+    match super::enqueue_scheduled(app, genie, input, due_at.clone()).await {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            tracing::debug!(genie = %gid, due_at, "scheduled run already queued by another instance")
+        }
+        Err(e) => tracing::error!(error = %e, "enqueueing a scheduled worker run"),
     }
 }

@@ -105,6 +105,12 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     let mut c = Config::new(dir);
     c.listen = "127.0.0.1:0".into();
     c.job_poll_ms = 20;
+    // One id per data directory: a restarted TestApp is the same instance, and takes back
+    // its own running jobs at once, also on PostgreSQL (where others' wait for their lease).
+    c.instance_id = Some(format!(
+        "test-{}",
+        dir.file_name().unwrap_or_default().to_string_lossy()
+    ));
     c.allow_private_outbound = true;
     // Voice platforms' fakes answer at once; a retried failure need not wait half a second.
     c.provider_retry_base_ms = 5;
