@@ -31,6 +31,7 @@ mod lead_notes;
 mod leads;
 mod live;
 mod marketplace;
+mod migrate_storage_pg;
 mod notifications;
 mod object_store;
 mod observability;
