@@ -9,6 +9,8 @@
 #   examples/bench/pg-cluster.sh start DIR   # prints the admin URL: postgres://genied@127.0.0.1:PORT/postgres
 #   examples/bench/pg-cluster.sh createdb DIR NAME   # prints the new database's URL
 #   examples/bench/pg-cluster.sh stop DIR    # stops the server and removes DIR
+# When run as root the server runs as `postgres`, which must be able to reach DIR (its parent
+# directories traversable, e.g. a directory of its own under /tmp).
 set -euo pipefail
 
 bin_dir() {
@@ -26,7 +28,7 @@ as_server() { # command...: as `postgres` when we are root (the server refuses r
 }
 
 cmd=${1:-}; dir=${2:-}
-[[ -n "$cmd" && -n "$dir" ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
+[[ -n "$cmd" && -n "$dir" ]] || { sed -n '2,14p' "$0" >&2; exit 2; }
 case $cmd in
   start)
     BIN=$(bin_dir) || {
@@ -57,5 +59,5 @@ case $cmd in
     [[ -d "$dir/data" ]] && as_server "$BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >&2 || true
     rm -rf "$dir"
     ;;
-  *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
 esac
