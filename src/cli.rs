@@ -615,10 +615,20 @@ pub fn admin(
             json,
         } => {
             let (_, worker, _) = check_health(&db, std::time::Duration::from_secs(300))?;
-            if worker["state"] == "running" {
+            // A live worker beats every `BEAT_EVERY`; six missed beats mean a `serve` that was
+            // killed rather than stopped (its last beat never says "stopped").
+            let beat_age = worker["heartbeat_at"]
+                .as_str()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| chrono::Utc::now() - t.with_timezone(&chrono::Utc));
+            let gone = beat_age.is_some_and(|a| {
+                a > chrono::Duration::from_std(crate::jobs::BEAT_EVERY * 6).unwrap_or_default()
+            });
+            if worker["state"] == "running" && !gone {
                 bail!(
-                    "a `genied serve` is running on this data directory; stop it first (the \
-                     copy must see every file its records name)"
+                    "a `genied serve` is running on this data directory (its job worker beat \
+                     at {}); stop it first (the copy must see every record and file)",
+                    worker["heartbeat_at"].as_str().unwrap_or("?")
                 );
             }
             // Checked by hand, not by clap: clap's error would repeat the value, password
