@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 use crate::auth::{passwords, sessions};
-use crate::config::{Config, DocumentStoreUrl, S3Credentials};
+use crate::config::{Config, DatabaseUrl, DocumentStoreUrl, S3Credentials};
 use crate::db::{self, Db, users::Role};
 use crate::document_store::DocumentStore;
 use crate::error::ApiError;
@@ -199,13 +199,16 @@ pub enum AdminCmd {
         #[command(flatten)]
         store: StoreArgs,
     },
-    /// Copy a stopped data directory's storage somewhere else: every document file into an
-    /// S3-compatible object store (`--to-document-store s3://bucket/prefix`, with
+    /// Copy a stopped data directory's storage somewhere else. `--to-database-url
+    /// postgres://…` copies every table into an empty PostgreSQL database (its migrations
+    /// applied first) in one transaction, then compares each table's row count and checksum
+    /// on both sides and sets the sequences; `--to-document-store s3://bucket/prefix` (with
     /// `--s3-endpoint`, `--s3-region` and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
-    /// environment). Each file is read back from the target and checked against its SHA-256;
-    /// files already there and intact are not sent again. It switches nothing: start `serve`
-    /// with the new store afterwards. Prints counts, bytes, missing files and mismatches;
-    /// exits 1 when any file is missing or does not match.
+    /// environment) copies every document file into an S3-compatible object store, each read
+    /// back and checked against its SHA-256 (files already there and intact are not sent
+    /// again). Give both to move everything. It switches nothing: start `serve` with the new
+    /// storage afterwards. Prints tables, rows, bytes, time, files, missing files and
+    /// mismatches; exits 1 when anything is missing or does not match.
     MigrateStorage {
         #[command(flatten)]
         to: MigrateTo,
@@ -215,6 +218,10 @@ pub enum AdminCmd {
         /// Region of the target bucket (as `serve --s3-region`).
         #[arg(long, env = "GENIED_S3_REGION", default_value = "us-east-1")]
         s3_region: String,
+        /// Copy nothing: compare an earlier copy's tables with the data directory again
+        /// (row counts and checksums), e.g. just before switching over.
+        #[arg(long, requires = "to_database_url")]
+        verify_only: bool,
         /// Print the result as JSON.
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
@@ -244,6 +251,11 @@ pub enum AdminCmd {
 #[derive(clap::Args, Debug)]
 #[group(required = true, multiple = true)]
 pub struct MigrateTo {
+    /// The PostgreSQL database to copy the records into:
+    /// `postgres://user:password@host:port/database`, empty (or only migrated). Prefer the
+    /// environment variable to keep the password off the process list.
+    #[arg(long, env = "GENIED_TO_DATABASE_URL", hide_env_values = true)]
+    pub to_database_url: Option<String>,
     /// The object store to copy the document files into: `s3://bucket/prefix`.
     #[arg(long)]
     pub to_document_store: Option<DocumentStoreUrl>,
@@ -599,18 +611,39 @@ pub fn admin(
             to,
             s3_endpoint,
             s3_region,
+            verify_only,
             json,
         } => {
             let (_, worker, _) = check_health(&db, std::time::Duration::from_secs(300))?;
-            if worker["state"] == "running" {
+            // A live worker beats every `BEAT_EVERY`; six missed beats mean a `serve` that was
+            // killed rather than stopped (its last beat never says "stopped").
+            let beat_age = worker["heartbeat_at"]
+                .as_str()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| chrono::Utc::now() - t.with_timezone(&chrono::Utc));
+            let gone = beat_age.is_some_and(|a| {
+                a > chrono::Duration::from_std(crate::jobs::BEAT_EVERY * 6).unwrap_or_default()
+            });
+            if worker["state"] == "running" && !gone {
                 bail!(
-                    "a `genied serve` is running on this data directory; stop it first (the \
-                     copy must see every file its records name)"
+                    "a `genied serve` is running on this data directory (its job worker beat \
+                     at {}); stop it first (the copy must see every record and file)",
+                    worker["heartbeat_at"].as_str().unwrap_or("?")
+                );
+            }
+            // Checked by hand, not by clap: clap's error would repeat the value, password
+            // and all.
+            if let Some(u) = &to.to_database_url
+                && !matches!(u.parse::<DatabaseUrl>(), Ok(DatabaseUrl::Postgres(_)))
+            {
+                bail!(
+                    "--to-database-url must be a PostgreSQL URL: \
+                     postgres://user:password@host:port/database"
                 );
             }
             let mut report = serde_json::Map::new();
-            let mut problems = false;
-            if let Some(url) = &to.to_document_store {
+            let mut problems = None;
+            if let Some(url) = to.to_document_store.as_ref().filter(|_| !verify_only) {
                 if *url == DocumentStoreUrl::File {
                     bail!(
                         "--to-document-store must name an object store (s3://bucket/prefix); the files are in the file store already"
@@ -623,17 +656,38 @@ pub fn admin(
                     &S3Credentials::from_env(),
                 )?;
                 let r = migrate_documents(&db, &data_dir.join("documents"), &target)?;
-                problems |= !r.missing.is_empty() || !r.mismatches.is_empty();
+                if !r.missing.is_empty() || !r.mismatches.is_empty() {
+                    problems =
+                        Some("the copy is incomplete: see the missing and mismatched files above");
+                }
                 if !json {
                     print(&r.text(&target.describe()))?;
                 }
                 report.insert("documents".into(), serde_json::to_value(&r)?);
             }
+            // Records after files, and not at all when files are missing: records in the
+            // new database must never name a file the new store lacks.
+            if let Some(url) = to.to_database_url.as_deref().filter(|_| problems.is_none()) {
+                drop(db);
+                let r = crate::storage_migration::copy_database(
+                    &data_dir.join("genied.db"),
+                    url,
+                    verify_only,
+                )?;
+                if !r.mismatches.is_empty() {
+                    problems =
+                        Some("the copy does not match its source: see the mismatched tables above");
+                }
+                if !json {
+                    print(&r.text())?;
+                }
+                report.insert("database".into(), serde_json::to_value(&r)?);
+            }
             if json {
                 print(&serde_json::Value::Object(report).to_string())?;
             }
-            if problems {
-                bail!("the copy is incomplete: see the missing and mismatched files above");
+            if let Some(why) = problems {
+                bail!("{why}");
             }
             Ok(())
         }

@@ -24,6 +24,7 @@ pub mod prices;
 pub mod secrets;
 pub mod service;
 pub mod state;
+pub mod storage_migration;
 pub mod tasks;
 pub mod telemetry;
 pub mod voice;

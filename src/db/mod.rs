@@ -46,6 +46,7 @@ pub mod workers_query;
 
 pub mod pg;
 pub mod sql;
+pub mod storage_copy;
 pub use sql::{Connection, Row, Statement};
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

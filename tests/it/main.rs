@@ -32,6 +32,7 @@ mod lead_notes;
 mod leads;
 mod live;
 mod marketplace;
+mod migrate_storage_pg;
 mod multi_instance;
 mod notifications;
 mod object_store;
