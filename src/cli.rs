@@ -33,6 +33,18 @@ pub struct Cli {
     )]
     pub data_dir: PathBuf,
 
+    /// Where the records live: `sqlite://` (the default: genied.db in the data directory;
+    /// `sqlite:///path` for another file) or `postgres://user:password@host:port/database`
+    /// for PostgreSQL, which several instances can share. `serve`, `migrate` and the admin
+    /// commands all take it.
+    #[arg(
+        long,
+        global = true,
+        env = "GENIED_DATABASE_URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<DatabaseUrl>,
+
     /// Let `admin` commands create the data directory (and an empty database) when there is
     /// none; without it they refuse, so that a command run from the wrong directory cannot
     /// write to a new, empty one. `serve` and `migrate` always create it.
@@ -299,8 +311,23 @@ fn api(e: ApiError) -> anyhow::Error {
 /// with no database is refused rather than created: run from the wrong place with the default
 /// `./genied-data`, a command would otherwise make a new, empty data directory and report
 /// success about it.
-fn open(data_dir: &std::path::Path, create: bool) -> anyhow::Result<Db> {
-    let db = data_dir.join("genied.db");
+fn open(data_dir: &std::path::Path, create: bool, url: Option<&DatabaseUrl>) -> anyhow::Result<Db> {
+    if let Some(DatabaseUrl::Postgres(u)) = url {
+        // The records are elsewhere, but the secrets (token signing key, master key) and
+        // the document files are still the data directory's.
+        if !create && !data_dir.is_dir() {
+            let shown = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+            bail!(
+                "no genied data directory at {}; pass --data-dir (or set GENIED_DATA_DIR) to \
+                 the directory `genied serve` uses, or add --create-data-dir to create one",
+                shown.display()
+            );
+        }
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("creating {}", data_dir.display()))?;
+        return Db::open_postgres(u, Some(2));
+    }
+    let db = sqlite_path(data_dir, url);
     if !create && !db.is_file() {
         let shown = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
         bail!(
@@ -329,9 +356,23 @@ fn print(out: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn migrate(data_dir: &std::path::Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(data_dir)?;
-    for v in Db::migrate(&data_dir.join("genied.db"))? {
+/// The SQLite file `--database-url` names (as `Config::db_path`).
+fn sqlite_path(data_dir: &std::path::Path, url: Option<&DatabaseUrl>) -> PathBuf {
+    match url {
+        Some(DatabaseUrl::Sqlite(Some(p))) => data_dir.join(p),
+        _ => data_dir.join("genied.db"),
+    }
+}
+
+pub fn migrate(data_dir: &std::path::Path, url: Option<&DatabaseUrl>) -> anyhow::Result<()> {
+    let applied = match url {
+        Some(DatabaseUrl::Postgres(u)) => Db::migrate_postgres(u)?,
+        _ => {
+            std::fs::create_dir_all(data_dir)?;
+            Db::migrate(&sqlite_path(data_dir, url))?
+        }
+    };
+    for v in applied {
         print(&v.to_string())?;
     }
     Ok(())
@@ -341,9 +382,10 @@ pub fn migrate(data_dir: &std::path::Path) -> anyhow::Result<()> {
 pub fn admin(
     data_dir: &std::path::Path,
     create_data_dir: bool,
+    database_url: Option<&DatabaseUrl>,
     cmd: AdminCmd,
 ) -> anyhow::Result<()> {
-    let db = open(data_dir, create_data_dir)?;
+    let db = open(data_dir, create_data_dir, database_url)?;
     match cmd {
         AdminCmd::CreateUser {
             email,

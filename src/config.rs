@@ -76,10 +76,9 @@ impl DatabaseUrl {
 
 #[derive(Args, Debug, Clone)]
 pub struct Config {
-    /// Where the records live: `sqlite://` (the default: genied.db in the data directory;
-    /// `sqlite:///path` for another file) or `postgres://user:password@host:port/database`
-    /// for PostgreSQL, which several instances can share.
-    #[arg(long, env = "GENIED_DATABASE_URL", hide_env_values = true)]
+    /// Where the records live (the global `--database-url`, which `migrate` and the admin
+    /// commands take too).
+    #[arg(skip)]
     pub database_url: Option<DatabaseUrl>,
 
     /// Directory holding the database, the document store and the secrets.

@@ -84,6 +84,7 @@ fn main() -> ExitCode {
         Command::Serve(config) => {
             let mut config = *config;
             config.data_dir = cli.data_dir.clone();
+            config.database_url = cli.database_url.clone();
             // Uploaded files are read by this same binary in a child process.
             if config.extract_exe.is_none() {
                 config.extract_exe = std::env::current_exe().ok();
@@ -108,13 +109,18 @@ fn main() -> ExitCode {
                     })
                 })
         }
-        Command::Migrate => cli::migrate(&cli.data_dir),
+        Command::Migrate => cli::migrate(&cli.data_dir, cli.database_url.as_ref()),
         Command::ExtractWorker {
             filename,
             memory_mb,
             cpu_seconds,
         } => genied::knowledge::extract::sandbox::child_main(&filename, memory_mb, cpu_seconds),
-        Command::Admin(cmd) => cli::admin(&cli.data_dir, cli.create_data_dir, cmd),
+        Command::Admin(cmd) => cli::admin(
+            &cli.data_dir,
+            cli.create_data_dir,
+            cli.database_url.as_ref(),
+            cmd,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,6 +21,62 @@ pub fn parse_value<T: DeserializeOwned>(v: &Value, root: &str) -> ApiResult<T> {
     })
 }
 
+/// Refuses a request whose JSON holds a NUL (U+0000) in any string or member name, naming
+/// the member (`root` and the path below it). PostgreSQL's text cannot hold NUL, and no
+/// value the API takes has a use for one, so both engines answer the same 400 rather than
+/// SQLite storing what PostgreSQL would fail on.
+pub fn refuse_nul(v: &Value, root: &str) -> ApiResult<()> {
+    fn walk(v: &Value, at: &mut String) -> Result<(), String> {
+        let refused = |at: &str| format!("{at} must not contain NUL (U+0000)");
+        match v {
+            Value::String(s) if s.contains('\0') => Err(refused(at)),
+            Value::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| {
+                let len = at.len();
+                at.push_str(&format!("[{i}]"));
+                walk(item, at)?;
+                at.truncate(len);
+                Ok(())
+            }),
+            Value::Object(m) => m.iter().try_for_each(|(k, item)| {
+                let len = at.len();
+                if !at.is_empty() {
+                    at.push('.');
+                }
+                at.push_str(&k.replace('\0', "\\0"));
+                if k.contains('\0') {
+                    return Err(refused(at));
+                }
+                walk(item, at)?;
+                at.truncate(len);
+                Ok(())
+            }),
+            _ => Ok(()),
+        }
+    }
+    let mut at = root.to_string();
+    walk(v, &mut at).map_err(ApiError::validation)
+}
+
+/// Removes every NUL (U+0000) from the strings of `v`: for text from other services (the
+/// voice platforms' webhooks), which is not the caller's to correct, but which PostgreSQL's
+/// text could not store (see [`refuse_nul`]).
+pub fn strip_nul(v: &mut Value) {
+    match v {
+        Value::String(s) if s.contains('\0') => s.retain(|c| c != '\0'),
+        Value::Array(items) => items.iter_mut().for_each(strip_nul),
+        Value::Object(m) => {
+            if m.keys().any(|k| k.contains('\0')) {
+                *m = std::mem::take(m)
+                    .into_iter()
+                    .map(|(k, v)| (k.replace('\0', ""), v))
+                    .collect();
+            }
+            m.values_mut().for_each(strip_nul);
+        }
+        _ => {}
+    }
+}
+
 pub fn parse_uuid(s: &str, field: &str) -> ApiResult<String> {
     uuid::Uuid::parse_str(s.trim())
         .map(|u| u.to_string())

@@ -2,7 +2,7 @@
 //! user can reach takes a `Scope` that filters by owner (plus public documents) in SQL.
 
 use crate::db::sql::types::Value as SqlValue;
-use crate::db::sql::{Connection, OptionalExtension, Row, params, params_from_iter};
+use crate::db::sql::{Connection, OptionalExtension, Row, ToSql, params, params_from_iter};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -448,14 +448,37 @@ pub fn replace_chunks(c: &Connection, doc_id: &str, chunks: &[String]) -> rusqli
         "DELETE FROM document_chunks WHERE document_id = ?1",
         [doc_id],
     )?;
-    let mut st = c.prepare_cached(
-        "INSERT INTO document_chunks (document_id, seq, content) VALUES (?1, ?2, ?3)",
-    )?;
-    for (i, ch) in chunks.iter().enumerate() {
-        st.execute(params![doc_id, i as i64, ch])?;
+    // Many rows a statement: a large document has tens of thousands of chunks, and on
+    // PostgreSQL each statement is a round trip to the server.
+    let mut seq = 0i64;
+    for batch in chunks.chunks(CHUNK_BATCH) {
+        let rows: Vec<String> = (0..batch.len())
+            .map(|i| format!("(?1, ?{}, ?{})", 2 * i + 2, 2 * i + 3))
+            .collect();
+        let sql = format!(
+            "INSERT INTO document_chunks (document_id, seq, content) VALUES {}",
+            rows.join(", ")
+        );
+        let seqs: Vec<i64> = (seq..seq + batch.len() as i64).collect();
+        let mut p: Vec<&dyn ToSql> = vec![&doc_id];
+        for (s, ch) in seqs.iter().zip(batch) {
+            p.push(s);
+            p.push(ch);
+        }
+        // The full batch's statement is the same every time; the last, shorter one is not.
+        let mut st = if batch.len() == CHUNK_BATCH {
+            c.prepare_cached(&sql)?
+        } else {
+            c.prepare(&sql)?
+        };
+        st.execute(p.as_slice())?;
+        seq += batch.len() as i64;
     }
     Ok(())
 }
+
+/// Chunk rows one INSERT writes (two parameters each, well under SQLite's 32,766).
+const CHUNK_BATCH: usize = 200;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Hit {

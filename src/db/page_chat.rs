@@ -51,12 +51,24 @@ pub fn find_active(c: &Connection, slug: &str) -> rusqlite::Result<Option<PageGe
                 temperature: r.get(10)?,
                 max_tokens: r.get(11)?,
                 language: r.get::<_, Option<String>>(12).unwrap_or(None),
-                speed: r.get::<_, Option<f64>>(13).unwrap_or(None),
+                speed: number(r.get_ref(13)?),
                 allowed_origins: super::json_col(r.get(14)?, json!([])),
             })
         },
     )
     .optional()
+}
+
+/// A number `json_extract` found: SQLite answers a JSON number as a number, PostgreSQL's
+/// `json_extract` (migration V2) as its text; anything else is no number.
+fn number(v: rusqlite::types::ValueRef<'_>) -> Option<f64> {
+    use rusqlite::types::ValueRef;
+    match v {
+        ValueRef::Real(f) => Some(f),
+        ValueRef::Integer(i) => Some(i as f64),
+        ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
+        _ => None,
+    }
 }
 
 /// A web conversation of the page still in progress.

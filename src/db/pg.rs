@@ -19,8 +19,14 @@ mod embedded {
 }
 
 /// Key of the advisory lock every write transaction takes first (`pg_advisory_xact_lock`):
-/// writes are serial across all instances, as they are on SQLite's single writer.
-const WRITE_LOCK: i64 = 0x6765_6e69_6564_0001;
+/// writes are serial across all instances, as they are on SQLite's single writer. Public
+/// for the tests that hold it to make the database unwritable.
+pub const WRITE_LOCK: i64 = 0x6765_6e69_6564_0001;
+/// Longest wait for the write lock before the write fails: a session holding it (or a
+/// write stuck inside it) shows as an error, as SQLite's busy timeout makes it, instead of
+/// every write hanging. Longer than SQLite's 5 s, because on PostgreSQL this instance's own
+/// writes queue on the lock too (SQLite queues them on its writer thread, unbounded).
+const WRITE_LOCK_WAIT: &str = "30s";
 /// Key of the session lock held while migrations run, so that one instance applies them.
 const MIGRATE_LOCK: i64 = 0x6765_6e69_6564_0002;
 /// Prepared statements kept per connection; dynamic SQL beyond this starts a new cache.
@@ -31,6 +37,9 @@ pub struct PgClient {
     /// Always `Some` until dropped (see `Drop`).
     client: Option<postgres::Client>,
     stmts: HashMap<String, postgres::Statement>,
+    /// Inside `write_now`'s transaction, where a failed prepare would abort the whole
+    /// transaction: there a first prepare runs under a savepoint.
+    in_tx: bool,
 }
 
 pub type PgSession = r2d2::PooledConnection<Manager>;
@@ -47,6 +56,7 @@ impl r2d2::ManageConnection for Manager {
         Ok(PgClient {
             client: Some(self.0.connect(postgres::NoTls)?),
             stmts: HashMap::new(),
+            in_tx: false,
         })
     }
 
@@ -81,13 +91,33 @@ impl PgClient {
     /// `?1 IS NULL OR col = ?1` names `$1` first where any type fits), the types of the
     /// values of this first call are declared instead.
     fn prepare(&mut self, sql: &str, p: &[Param<'_>]) -> rusqlite::Result<postgres::Statement> {
+        use postgres::error::SqlState;
         if let Some(st) = self.stmts.get(sql) {
             return Ok(st.clone());
         }
         let text = placeholders(sql);
-        let st = match self.client().prepare(&text) {
+        // A statement that fails to prepare aborts the transaction it is in; under a
+        // savepoint only the savepoint is lost (one more round trip, on a cache miss only).
+        let guard = self.in_tx;
+        if guard {
+            self.savepoint("SAVEPOINT genied_prepare", sql)?;
+        }
+        let first = self.client().prepare(&text);
+        if guard {
+            let end = match first {
+                Ok(_) => "RELEASE SAVEPOINT genied_prepare",
+                Err(_) => "ROLLBACK TO SAVEPOINT genied_prepare",
+            };
+            self.savepoint(end, sql)?;
+        }
+        let st = match first {
             Ok(st) => st,
-            Err(e) if e.code() == Some(&postgres::error::SqlState::INDETERMINATE_DATATYPE) => {
+            // 42P18 where a parameter has no type at all, 42P08 where its uses disagree
+            // (`$1 IS NULL OR col = $1`).
+            Err(e)
+                if e.code() == Some(&SqlState::INDETERMINATE_DATATYPE)
+                    || e.code() == Some(&SqlState::AMBIGUOUS_PARAMETER) =>
+            {
                 let types: Vec<Type> = p.iter().map(Param::pg_type).collect();
                 self.client()
                     .prepare_typed(&text, &types)
@@ -100,6 +130,10 @@ impl PgClient {
         }
         self.stmts.insert(sql.to_owned(), st.clone());
         Ok(st)
+    }
+
+    fn savepoint(&mut self, cmd: &str, sql: &str) -> rusqlite::Result<()> {
+        self.client().batch_execute(cmd).map_err(|e| error(e, sql))
     }
 
     pub(super) fn execute(
@@ -488,16 +522,22 @@ impl PgDb {
         f: impl FnOnce(&super::Connection<'_>) -> ApiResult<T>,
     ) -> ApiResult<T> {
         let mut s = self.pool.get()?;
-        s.client()
-            .batch_execute(&format!(
-                "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
-            ))
-            .map_err(|e| ApiError::from(error(e, "BEGIN")))?;
+        let begin = format!(
+            "BEGIN; SET LOCAL lock_timeout = '{WRITE_LOCK_WAIT}'; \
+             SELECT pg_advisory_xact_lock({WRITE_LOCK}); SET LOCAL lock_timeout TO DEFAULT"
+        );
+        if let Err(e) = s.client().batch_execute(&begin) {
+            // The connection goes back to the pool: not inside a failed transaction.
+            let _ = s.client().batch_execute("ROLLBACK");
+            return Err(ApiError::from(error(e, "BEGIN")));
+        }
+        s.in_tx = true;
         let cell = RefCell::new(s);
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             f(&super::Connection::postgres(&cell))
         }));
         let mut s = cell.into_inner();
+        s.in_tx = false;
         let end = if matches!(out, Ok(Ok(_))) {
             "COMMIT"
         } else {

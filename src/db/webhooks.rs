@@ -105,7 +105,7 @@ pub fn update(c: &Connection, user_id: &str, id: &str, p: &Patch) -> rusqlite::R
     }
     if let Some(v) = p.is_active {
         // Turning an endpoint back on clears the reason it was turned off.
-        c.execute("UPDATE webhooks SET is_active = ?2, disabled_reason = CASE WHEN ?2 THEN NULL ELSE disabled_reason END WHERE id = ?1", params![id, v])?;
+        c.execute("UPDATE webhooks SET is_active = ?2, disabled_reason = CASE WHEN ?2 = 1 THEN NULL ELSE disabled_reason END WHERE id = ?1", params![id, v])?;
     }
     Ok(true)
 }

@@ -35,7 +35,17 @@ pub fn body_object(body: &[u8], empty_ok: bool) -> ApiResult<Map<String, Value>>
         ));
     }
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
+        Ok(Value::Object(m)) => {
+            for (k, v) in &m {
+                if k.contains('\0') {
+                    return Err(ApiError::validation(
+                        "a member name must not contain NUL (U+0000)",
+                    ));
+                }
+                api::input::refuse_nul(v, k)?;
+            }
+            Ok(m)
+        }
         Ok(_) => Err(ApiError::validation("request body must be a JSON object")),
         Err(e) => Err(ApiError::validation(format!(
             "request body is not valid JSON: {e}"

@@ -34,6 +34,15 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/hooks/retell", post(retell))
 }
 
+/// A platform's (signature-checked) body as JSON, any NUL removed from its text
+/// (`api::input::strip_nul`).
+fn body_json(body: &[u8]) -> ApiResult<Value> {
+    let mut v: Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::validation(format!("body: {e}")))?;
+    crate::api::input::strip_nul(&mut v);
+    Ok(v)
+}
+
 fn refused(why: &str) -> ApiError {
     ApiError::new(
         crate::error::Kind::Unauthorized,
@@ -126,8 +135,8 @@ async fn receive(app: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiResult<
 
     fresh_receipt(app, header.as_bytes()).await?;
 
-    let hook: Hook =
-        serde_json::from_slice(body).map_err(|e| ApiError::validation(format!("body: {e}")))?;
+    let hook: Hook = serde_json::from_value(body_json(body)?)
+        .map_err(|e| ApiError::validation(format!("body: {e}")))?;
     if hook.kind != "post_call_transcription" {
         return Ok(
             json!({"received": true, "ignored": format!("event type '{}' is not handled", hook.kind)}),
@@ -250,8 +259,7 @@ async fn receive_vapi(app: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiRe
     if !subtle_eq(&a, &b) {
         return Err(refused("X-Vapi-Secret does not match"));
     }
-    let v: Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::validation(format!("body: {e}")))?;
+    let v = body_json(body)?;
     let msg = &v["message"];
     let ts_ms = msg["timestamp"]
         .as_i64()
@@ -378,8 +386,7 @@ async fn receive_retell(app: &AppState, headers: &HeaderMap, body: &[u8]) -> Api
         .ok_or_else(|| refused("missing x-retell-signature header"))?;
     verify_retell(&key.0, header, body, chrono::Utc::now().timestamp_millis())?;
     fresh_receipt(app, header.as_bytes()).await?;
-    let v: Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::validation(format!("body: {e}")))?;
+    let v = body_json(body)?;
     let event = v["event"].as_str().unwrap_or("");
     if !matches!(event, "call_ended" | "call_analyzed") {
         return Ok(

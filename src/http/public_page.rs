@@ -415,6 +415,7 @@ fn wants_stream(headers: &HeaderMap) -> bool {
 fn chat_input(body: &[u8]) -> ApiResult<(Option<String>, String)> {
     let raw = serde_json::from_slice::<Value>(body)
         .map_err(|e| ApiError::validation(format!("request body is not valid JSON: {e}")))?;
+    crate::api::input::refuse_nul(&raw, "body")?;
     let input: ChatIn = crate::api::parse_value(&raw, "body")?;
     let conv_id = input
         .conversation_id

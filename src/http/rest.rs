@@ -44,10 +44,20 @@ pub fn query_to_data(query: Option<&str>) -> ApiResult<Value> {
         let key = decode(key).map_err(|_| {
             ApiError::validation("query string: a parameter name is not valid UTF-8")
         })?;
-        if decode(value).is_err() {
-            return Err(ApiError::validation(format!(
-                "query string: {key} is not valid UTF-8"
-            )));
+        match decode(value) {
+            Err(_) => {
+                return Err(ApiError::validation(format!(
+                    "query string: {key} is not valid UTF-8"
+                )));
+            }
+            // As in a JSON body (`api::input::refuse_nul`).
+            Ok(v) if v.contains('\0') || key.contains('\0') => {
+                return Err(ApiError::validation(format!(
+                    "query string: {} must not contain NUL (U+0000)",
+                    key.replace('\0', "\\0")
+                )));
+            }
+            Ok(_) => {}
         }
     }
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))

@@ -102,6 +102,15 @@ async fn parse(app: &AppState, headers: &HeaderMap, body: Body) -> ApiResult<Env
             "the 'file' field must carry a file name",
         ));
     }
+    // As in a JSON body (`api::input::refuse_nul`); the fields by their form names.
+    if filename.contains('\0') {
+        return Err(ApiError::validation(
+            "the 'file' field's file name must not contain NUL (U+0000)",
+        ));
+    }
+    for (k, v) in &fields {
+        crate::api::input::refuse_nul(v, k)?;
+    }
     let sub = match fields.remove("action") {
         Some(Value::String(a)) if !a.trim().is_empty() => a,
         _ if filename.to_ascii_lowercase().ends_with(".pdf") => "upload-pdf".into(),

@@ -465,6 +465,7 @@ async fn the_cli_checks_the_policy_and_prints_a_one_time_reset_link() {
                 .arg("--data-dir")
                 .arg(app.dir.path())
                 .args(args)
+                .envs(cli_env(app.dir.path()))
                 .env_remove("GENIED_DATA_DIR")
                 .env_remove("GENIED_PASSWORD_MIN_LENGTH"),
         )

@@ -344,15 +344,28 @@ async fn changes_made_by_another_connection_reach_the_next_request() {
         .await
         .ok(200);
     profile_with(&app, &[("x-api-key", &b_key)]).await.ok(200);
-    let conn = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
-    conn.execute_batch("PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;")
-        .unwrap();
+    // SQLite: a connection to the file; PostgreSQL: a client session of its own.
+    let pg = app.state.config.postgres_url().map(str::to_owned);
+    let conn = pg.is_none().then(|| {
+        let conn = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
+        conn.execute_batch("PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;")
+            .unwrap();
+        conn
+    });
+    let other = |sql: &str, id: &str| match (&conn, &pg) {
+        (Some(conn), _) => {
+            conn.execute(sql, [id]).unwrap();
+        }
+        (None, Some(url)) => {
+            crate::common::postgres::execute(url, &sql.replace("?1", "$1"), &[id]);
+        }
+        (None, None) => unreachable!("one engine or the other"),
+    };
 
-    conn.execute(
+    other(
         "UPDATE sessions SET revoked_at = '2026-01-01T00:00:00.000Z' WHERE user_id = ?1",
-        [&a.id],
-    )
-    .unwrap();
+        &a.id,
+    );
     let r = app.call(&a.token, "profiles", "get", None, json!({})).await;
     r.err(401, "INVALID_TOKEN");
     // b is untouched so far.
@@ -360,8 +373,7 @@ async fn changes_made_by_another_connection_reach_the_next_request() {
         .await
         .ok(200);
 
-    conn.execute("DELETE FROM users WHERE id = ?1", [&b.id])
-        .unwrap();
+    other("DELETE FROM users WHERE id = ?1", &b.id);
     app.call(&b.token, "profiles", "get", None, json!({}))
         .await
         .err(401, "INVALID_TOKEN");
@@ -390,8 +402,7 @@ async fn only_changes_of_who_may_do_what_move_the_auth_epoch() {
         })
         .await
         .unwrap();
-    let epoch = || app.state.db.auth_epoch().expect("the epoch answers");
-    let before = epoch();
+    let before = epoch(&app).await;
     let d = login(&app, "epoch@example.test", "correct horse")
         .await
         .ok(200)
@@ -415,10 +426,31 @@ async fn only_changes_of_who_may_do_what_move_the_auth_epoch() {
     )
     .await
     .ok(200);
-    assert_eq!(epoch(), before);
+    assert_eq!(epoch(&app).await, before);
 
     app.call(&access, "api-keys", "revoke", Some(key_id), json!({}))
         .await
         .ok(200);
-    assert!(epoch() > before);
+    assert!(epoch(&app).await > before);
+}
+
+/// The committed authentication epoch: read without waiting on SQLite; on PostgreSQL, where
+/// `auth_epoch()` need not answer at once (any instance may move it), read from the table.
+async fn epoch(app: &TestApp) -> i64 {
+    match app.state.db.auth_epoch() {
+        Some(e) => e,
+        None if app.state.db.is_postgres() => app
+            .state
+            .db
+            .read(|c| {
+                Ok(
+                    c.query_row("SELECT epoch FROM auth_epoch WHERE id = 1", [], |r| {
+                        r.get(0)
+                    })?,
+                )
+            })
+            .await
+            .unwrap(),
+        None => panic!("the epoch answers"),
+    }
 }

@@ -848,10 +848,20 @@ async fn a_genie_at_a_non_default_platform_gets_copies_of_its_documents() {
     .await;
     let doc = document(&app, &u.token, &id, "We close at six.").await;
     let agent = agent_of(&app, &id).await;
-    let a = vf.assistant(&agent).unwrap();
-    let tool = a["model"]["toolIds"][0]
-        .as_str()
-        .expect("the knowledge tool is attached");
+    // The genies using a document are pushed after it is marked completed: wait for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let tool = loop {
+        let a = vf.assistant(&agent).unwrap();
+        let g = genie(&app, &u.token, &id).await;
+        if let Some(t) = a["model"]["toolIds"][0].as_str()
+            && g["provider_state"] == json!("in_sync")
+        {
+            break t.to_string();
+        }
+        assert!(Instant::now() < deadline, "the knowledge tool is attached");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let tool = tool.as_str();
     let file = vf.tool(tool).unwrap()["knowledgeBases"][0]["fileIds"][0]
         .as_str()
         .unwrap()

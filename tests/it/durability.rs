@@ -50,7 +50,8 @@ fn cli(data: &std::path::Path, args: &[&str]) -> String {
         Command::new(env!("CARGO_BIN_EXE_genied"))
             .arg("--data-dir")
             .arg(data)
-            .args(args),
+            .args(args)
+            .envs(crate::common::cli_env(data)),
     );
     assert!(
         out.status.success(),
@@ -66,7 +67,8 @@ fn admin_check(data: &std::path::Path) -> (bool, Value) {
         Command::new(env!("CARGO_BIN_EXE_genied"))
             .arg("--data-dir")
             .arg(data)
-            .args(["admin", "check", "--json"]),
+            .args(["admin", "check", "--json"])
+            .envs(crate::common::cli_env(data)),
     );
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));

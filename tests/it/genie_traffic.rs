@@ -167,7 +167,7 @@ async fn a_70_30_split_over_1000_new_conversations_is_within_the_binomial_bound(
                 c.execute(
                     "UPDATE conversations SET analysis = ?2, duration_seconds = 10
                      WHERE id IN (SELECT id FROM conversations WHERE genie_id = ?1 AND version = 1
-                                  ORDER BY rowid LIMIT ?3)",
+                                  ORDER BY id LIMIT ?3)",
                     rusqlite::params![gid, analysis, n],
                 )?;
             }

@@ -436,7 +436,15 @@ async fn a_thousand_versions_of_a_10_kb_prompt_stay_small_on_disk() {
         .state
         .db
         .write(move |c| {
+            // SQLite: the whole file; PostgreSQL: the table with its TOAST and indexes.
             let pages = |c: &genied::db::Connection| -> rusqlite::Result<i64> {
+                if c.is_postgres() {
+                    return c.query_row(
+                        "SELECT pg_total_relation_size('genie_versions')",
+                        [],
+                        |r| r.get(0),
+                    );
+                }
                 c.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
                     .and_then(|n| {
                         Ok(n * c.query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))?)

@@ -574,3 +574,61 @@ async fn hostile_filter_values_never_reach_sql_as_syntax() {
     }
     assert_eq!(app.count("leads").await, before);
 }
+
+/// A NUL anywhere in a request (a value, a nested value, a member name, a REST body or query
+/// parameter) is a 400 `VALIDATION_ERROR` naming where, on both database engines, and writes
+/// nothing; the same request without it is taken.
+#[tokio::test]
+async fn a_nul_anywhere_in_a_request_is_refused_naming_the_member() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "Desk").await;
+    let before = app.count("leads").await;
+    let refused = |r: &Resp, named: &str| {
+        r.err(400, "VALIDATION_ERROR");
+        let msg = r.body["error"]["message"].as_str().unwrap();
+        assert_eq!(msg, format!("{named} must not contain NUL (U+0000)"));
+    };
+    let cases = [
+        (
+            json!({"agent_id": g, "name": "ok", "notes": "x\u{0}y"}),
+            "data.notes",
+        ),
+        (
+            json!({"agent_id": g, "name": "ok", "metadata": {"tags": ["fine", "ba\u{0}d"]}}),
+            "data.metadata.tags[1]",
+        ),
+        (
+            json!({"agent_id": g, "name": "ok", "n\u{0}tes": "x"}),
+            "data.n\\0tes",
+        ),
+    ];
+    for (data, named) in cases {
+        let r = app.call(&u.token, "leads", "create", None, data).await;
+        refused(&r, named);
+    }
+    let r = app
+        .request(
+            Method::POST,
+            "/v1/leads",
+            Some(&u.token),
+            Some(json!({"agent_id": g, "name": "\u{0}"})),
+        )
+        .await;
+    refused(&r, "name");
+    let r = app
+        .request(Method::GET, "/v1/leads?status=new%00", Some(&u.token), None)
+        .await;
+    refused(&r, "query string: status");
+    assert_eq!(app.count("leads").await, before, "nothing written");
+    app.call(
+        &u.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": g, "name": "ok", "notes": "xy"}),
+    )
+    .await
+    .ok(201);
+    assert_eq!(app.count("leads").await, before + 1);
+}

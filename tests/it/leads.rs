@@ -1142,9 +1142,13 @@ async fn search_matches_the_whole_term_not_its_trigrams_apart() {
     )
     .await
     .ok(200);
-    assert!(
+    // SQLite's FTS5 index is filled in by the background indexer; PostgreSQL's trigram
+    // indexes follow each write, so nothing ever waits there.
+    let pg = app.state.db.is_postgres();
+    assert_eq!(
         pending().await.unwrap(),
-        "a renamed lead waits to be indexed again"
+        !pg,
+        "a renamed lead waits to be indexed again (on SQLite)"
     );
     assert!(ids(&search("love").await).is_empty());
     assert_eq!(
@@ -1167,6 +1171,10 @@ async fn search_matches_the_whole_term_not_its_trigrams_apart() {
         vec![whole["id"].as_i64().unwrap()]
     );
     assert!(ids(&search("özlem").await).is_empty());
+    if pg {
+        // No separate index to check: PostgreSQL keeps its indexes with the table.
+        return;
+    }
     app.state
         .db
         .write(|c| {

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::common::documents::{b64, chunks};
 use crate::common::process::{self, Proc, free_port, wait_ready};
-use crate::common::{TestApp, User, s3};
+use crate::common::{TestApp, User, cli_env, s3};
 
 const KB: &str = "knowledge-base";
 
@@ -172,13 +172,17 @@ async fn a_document_stored_by_one_process_is_read_by_the_next_with_a_fresh_data_
     assert_eq!(settle(&first, &u.token, &id).await["status"], "failed");
     assert_objects_are(&prefix, &[sha(&file)].into()).await;
 
-    // The second process: a new data directory holding only the database and the secrets.
+    // The second process: a new data directory holding only the database and the secrets
+    // (on PostgreSQL only the secrets: the second process is given the same database).
     let fresh = tempfile::tempdir().unwrap();
-    first
-        .state
-        .db
-        .backup_to(&fresh.path().join("genied.db"))
-        .unwrap();
+    let pg = first.state.config.postgres_url().map(str::to_owned);
+    if pg.is_none() {
+        first
+            .state
+            .db
+            .backup_to(&fresh.path().join("genied.db"))
+            .unwrap();
+    }
     let secrets = fresh.path().join("secrets");
     std::fs::create_dir_all(&secrets).unwrap();
     for f in std::fs::read_dir(first.dir.path().join("secrets"))
@@ -190,7 +194,13 @@ async fn a_document_stored_by_one_process_is_read_by_the_next_with_a_fresh_data_
     drop(first);
     assert!(!fresh.path().join("documents").exists());
     let p2 = prefix.clone();
-    let second = TestApp::spawn_in(fresh, move |c| s3::use_prefix(c, &p2)).await;
+    let second = TestApp::spawn_in(fresh, move |c| {
+        s3::use_prefix(c, &p2);
+        if let Some(url) = pg {
+            c.database_url = Some(genied::config::DatabaseUrl::Postgres(url));
+        }
+    })
+    .await;
     let r = second
         .call(&u.token, KB, "retry", Some(json!(id)), json!({}))
         .await;
@@ -233,6 +243,7 @@ fn genied(data: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_genied"));
     c.arg("--data-dir")
         .arg(data)
+        .envs(cli_env(data))
         .env_remove("GENIED_DOCUMENT_STORE")
         .env("AWS_ACCESS_KEY_ID", s3::ACCESS_KEY_ID)
         .env("AWS_SECRET_ACCESS_KEY", s3::SECRET_ACCESS_KEY);

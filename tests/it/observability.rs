@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::TestApp;
 use crate::common::fakes::openai::{API_KEY, Expect, FakeOpenAi, Turn};
 use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
+use crate::common::{TestApp, cli_env};
 
 fn cli(data: &std::path::Path, args: &[&str]) -> String {
     let out = process::output(
@@ -289,7 +289,8 @@ fn admin_check(data: &std::path::Path, extra: &[&str]) -> (bool, Value) {
             .arg("--data-dir")
             .arg(data)
             .args(["admin", "check", "--json"])
-            .args(extra),
+            .args(extra)
+            .envs(cli_env(data)),
     );
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
@@ -327,8 +328,17 @@ async fn readyz_and_check_fail_while_the_database_cannot_be_written() {
     assert_eq!(report["database_writable"], json!(true));
     assert_eq!(report["worker"]["state"], json!("running"), "{report}");
 
-    let lock = rusqlite::Connection::open(app.dir.path().join("genied.db")).unwrap();
-    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    // Another writer holds the database: on SQLite an exclusive transaction on the file, on
+    // PostgreSQL another session holding the lock every write of genied takes first.
+    let pg_lock =
+        app.state.config.postgres_url().map(|url| {
+            crate::common::postgres::hold_advisory_lock(url, genied::db::pg::WRITE_LOCK)
+        });
+    let lock = pg_lock.is_none().then(|| {
+        let lock = rusqlite::Connection::open(app.dir.path().join("genied.db")).unwrap();
+        lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        lock
+    });
     let r = app.request(Method::GET, "/readyz", None, None).await;
     r.err(503, "SERVICE_UNAVAILABLE");
     assert!(
@@ -349,8 +359,10 @@ async fn readyz_and_check_fail_while_the_database_cannot_be_written() {
             .contains("cannot be written"),
         "{report}"
     );
-    lock.execute_batch("ROLLBACK").unwrap();
-    drop(lock);
+    if let Some(lock) = lock {
+        lock.execute_batch("ROLLBACK").unwrap();
+    }
+    drop(pg_lock);
     readyz_until(&app, 200).await;
 }
 

@@ -247,10 +247,18 @@ async fn the_audit_row_commits_with_the_write_it_records() {
         vec![(kept.to_string(), "created lead Kept".to_string())]
     );
 
+    let pg = app.state.db.is_postgres();
     exec(
         &app,
-        "CREATE TRIGGER refuse_audit BEFORE INSERT ON activities
-         BEGIN SELECT RAISE(ABORT, 'audit refused'); END;",
+        if pg {
+            "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS
+             $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$;
+             CREATE TRIGGER refuse_audit BEFORE INSERT ON activities
+             FOR EACH ROW EXECUTE FUNCTION refuse_audit();"
+        } else {
+            "CREATE TRIGGER refuse_audit BEFORE INSERT ON activities
+             BEGIN SELECT RAISE(ABORT, 'audit refused'); END;"
+        },
     )
     .await;
     let (leads, logs) = (app.count("leads").await, app.count("lead_activities").await);
@@ -307,7 +315,15 @@ async fn the_audit_row_commits_with_the_write_it_records() {
         "the genie update was rolled back"
     );
 
-    exec(&app, "DROP TRIGGER refuse_audit;").await;
+    exec(
+        &app,
+        if pg {
+            "DROP TRIGGER refuse_audit ON activities;"
+        } else {
+            "DROP TRIGGER refuse_audit;"
+        },
+    )
+    .await;
     app.call(
         &u.token,
         "leads",

@@ -150,7 +150,7 @@ async fn a_twilio_number_is_imported_into_vapi_and_its_token_stays_sealed() {
     let plain = genied::workers::credentials::open_live(&app.state, &phone_id, &nonce, &ct)
         .expect("opens with the master key");
     assert!(contains(&plain, TOKEN));
-    let db = std::fs::read(app.state.config.db_path()).unwrap();
+    let db = stored_bytes(&app);
     assert!(
         !contains(&db, TOKEN),
         "the token is nowhere in the database file in clear"

@@ -228,16 +228,13 @@ async fn create_shows_the_secret_once_and_validates() {
         .await;
     let new_secret = r.ok(200)["secret"].as_str().unwrap().to_string();
     assert_ne!(new_secret, secret);
-    let raw = std::fs::read(app.dir.path().join("genied.db-wal")).unwrap_or_default();
-    let db = std::fs::read(app.dir.path().join("genied.db")).unwrap();
-    for bytes in [raw, db] {
-        assert!(
-            !bytes
-                .windows(new_secret.len())
-                .any(|w| w == new_secret.as_bytes()),
-            "secret stored in plaintext"
-        );
-    }
+    let bytes = stored_bytes(&app);
+    assert!(
+        !bytes
+            .windows(new_secret.len())
+            .any(|w| w == new_secret.as_bytes()),
+        "secret stored in plaintext"
+    );
 }
 
 #[tokio::test]

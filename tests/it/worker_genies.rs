@@ -620,21 +620,11 @@ async fn tool_loop_calls_every_tool_with_credentials_injected() {
     assert_eq!(ev.data["id"], json!(run));
 
     // The plaintext secret is nowhere in the database files.
-    for entry in std::fs::read_dir(app.dir.path()).unwrap() {
-        let p = entry.unwrap().path();
-        if p.file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("genied.db")
-        {
-            let bytes = std::fs::read(&p).unwrap();
-            assert!(
-                !bytes.windows(marker.len()).any(|w| w == marker.as_bytes()),
-                "plaintext secret in {}",
-                p.display()
-            );
-        }
-    }
+    let bytes = stored_bytes(&app);
+    assert!(
+        !bytes.windows(marker.len()).any(|w| w == marker.as_bytes()),
+        "plaintext secret in the database"
+    );
 }
 
 #[tokio::test]
@@ -1047,7 +1037,8 @@ async fn master_key_rotation_keeps_every_credential_readable() {
     let out = crate::common::process::output(
         std::process::Command::new(env!("CARGO_BIN_EXE_genied"))
             .args(["admin", "rotate-master-key", "--json", "--data-dir"])
-            .arg(app.dir.path()),
+            .arg(app.dir.path())
+            .envs(cli_env(app.dir.path())),
     );
     assert!(
         out.status.success(),

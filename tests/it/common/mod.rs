@@ -102,6 +102,7 @@ impl Resp {
 
 /// Configuration every test starts from: fast job polling, loopback allowed for fakes.
 pub fn test_config(dir: &std::path::Path) -> Config {
+    log_if_asked();
     let mut c = Config::new(dir);
     c.listen = "127.0.0.1:0".into();
     c.job_poll_ms = 20;
@@ -126,9 +127,60 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     // process's PostgreSQL cluster (not yet part of .ci/run: docs/reliability.md says which
     // tests pass there).
     if postgres::enabled() {
-        c.database_url = Some(genied::config::DatabaseUrl::Postgres(postgres::database()));
+        let url = postgres::database();
+        DATABASES
+            .lock()
+            .unwrap()
+            .insert(dir.to_path_buf(), url.clone());
+        c.database_url = Some(genied::config::DatabaseUrl::Postgres(url));
     }
     c
+}
+
+/// The PostgreSQL database of each data directory `test_config` was given, for the real
+/// binary's commands run on that directory (`cli_env`).
+static DATABASES: std::sync::Mutex<std::collections::BTreeMap<std::path::PathBuf, String>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// The environment that points the real binary's `migrate` and `admin` commands run on
+/// `data_dir` at the records of the app started there: its PostgreSQL database when the
+/// run uses PostgreSQL; nothing on SQLite, where the data directory says it all.
+pub fn cli_env(data_dir: &std::path::Path) -> Vec<(&'static str, String)> {
+    DATABASES
+        .lock()
+        .unwrap()
+        .get(data_dir)
+        .map(|u| vec![("GENIED_DATABASE_URL", u.clone())])
+        .unwrap_or_default()
+}
+
+/// Every byte the app's records occupy at rest: SQLite's file and its WAL, or the files of
+/// its PostgreSQL database (`postgres::stored_bytes`); for "no secret in plaintext" checks.
+pub fn stored_bytes(app: &TestApp) -> Vec<u8> {
+    match app.state.config.postgres_url() {
+        Some(url) => postgres::stored_bytes(url),
+        None => {
+            let db = app.state.config.db_path();
+            let mut bytes = std::fs::read(&db).expect("the database file");
+            bytes.extend(std::fs::read(format!("{}-wal", db.display())).unwrap_or_default());
+            bytes
+        }
+    }
+}
+
+/// `GENIED_TEST_LOG=1`: the service's own log (genied's targets, debug and up) in each
+/// test's captured output, which says why an answer was a 500.
+fn log_if_asked() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    if std::env::var_os("GENIED_TEST_LOG").is_some() {
+        let filter =
+            tracing_subscriber::filter::Targets::new().with_target("genied", tracing::Level::DEBUG);
+        let _ = tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer().with_test_writer())
+            .with(filter)
+            .try_init();
+    }
 }
 
 impl TestApp {

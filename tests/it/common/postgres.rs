@@ -2,7 +2,8 @@
 //! one cluster per test process, started on first use from Debian's `postgresql` package
 //! (installed with apt-get when missing, as `browser` installs Chromium), in a temp
 //! directory, as the unprivileged `postgres` user when the tests run as root, on a free
-//! loopback port, with fsync off. Each caller of [`database`] gets a database of its own.
+//! loopback port, with fsync off. Each caller of [`database`] gets a database of its own,
+//! a copy of one template database migrated once per process.
 //!
 //! PostgreSQL has no "die with your parent" option, and a test process ends without running
 //! destructors of statics, so a small watcher process outlives us by design: it polls our
@@ -31,10 +32,14 @@ pub fn skip(reason: &str) -> bool {
 
 struct Cluster {
     port: u16,
+    /// The server's data directory.
+    data: PathBuf,
 }
 
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
 static NEXT_DB: AtomicU32 = AtomicU32::new(0);
+/// The migrated database every test database is copied from (its name).
+static TEMPLATE: OnceLock<Result<String, String>> = OnceLock::new();
 
 /// A fresh, empty database on the test cluster: its `postgres://` URL.
 pub fn database() -> String {
@@ -55,11 +60,117 @@ fn create_database() -> String {
         NEXT_DB.fetch_add(1, Ordering::SeqCst)
     );
     let admin = format!("postgres://genied@127.0.0.1:{}/postgres", cluster.port);
+    let template = TEMPLATE
+        .get_or_init(|| migrated_template(cluster.port, &admin))
+        .as_ref()
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut c =
         postgres::Client::connect(&admin, postgres::NoTls).expect("connect to the test cluster");
-    c.batch_execute(&format!("CREATE DATABASE {name}"))
+    // A copy of the migrated template: a file copy, where applying the migrations to each
+    // new database would run every CREATE of the schema again for every test.
+    c.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
         .expect("create a test database");
     format!("postgres://genied@127.0.0.1:{}/{name}", cluster.port)
+}
+
+/// Creates the template database and applies genied's PostgreSQL migrations to it (as
+/// `serve` would), once per test process; every app then finds nothing left to apply.
+fn migrated_template(port: u16, admin: &str) -> Result<String, String> {
+    let name = format!("tmpl{}", std::process::id());
+    let mut c = postgres::Client::connect(admin, postgres::NoTls).map_err(|e| e.to_string())?;
+    c.batch_execute(&format!("CREATE DATABASE {name}"))
+        .map_err(|e| format!("create the template database: {e}"))?;
+    drop(c);
+    genied::db::Db::migrate_postgres(&format!("postgres://genied@127.0.0.1:{port}/{name}"))
+        .map_err(|e| format!("migrate the template database: {e:#}"))?;
+    Ok(name)
+}
+
+/// Runs one statement with text parameters (`$1`, …) on the database at `url` from a
+/// connection of its own: another client than the service's pool, as `psql` would be.
+pub fn execute(url: &str, sql: &str, params: &[&str]) -> u64 {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+    std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as _).collect();
+        c.execute(sql.as_str(), &refs)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    })
+    .join()
+    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// A session of its own on the database at `url` holding `key` as an advisory lock until
+/// the returned guard is dropped (what another instance's long write would do).
+pub struct HeldLock {
+    release: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+pub fn hold_advisory_lock(url: &str, key: i64) -> HeldLock {
+    let url = url.to_owned();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        c.execute("SELECT pg_advisory_lock($1)", &[&key])
+            .expect("take the lock");
+        let _ = held_tx.send(());
+        // Held until the guard is dropped (or the test ends and drops it).
+        let _ = release_rx.recv();
+    });
+    held_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the advisory lock is held");
+    HeldLock {
+        release: Some(release),
+        thread: Some(thread),
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        drop(self.release.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Every byte the database at `url` holds at rest: after a checkpoint (which writes every
+/// committed change into the data files), the files of that database in the cluster's
+/// data directory. The PostgreSQL counterpart of reading SQLite's file and its WAL.
+pub fn stored_bytes(url: &str) -> Vec<u8> {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        c.batch_execute("CHECKPOINT").expect("checkpoint");
+        let oid: u32 = c
+            .query_one(
+                "SELECT oid FROM pg_database WHERE datname = current_database()",
+                &[],
+            )
+            .expect("the database's oid")
+            .get(0);
+        let cluster = CLUSTER
+            .get()
+            .and_then(|c| c.as_ref().ok())
+            .expect("cluster");
+        let mut bytes = Vec::new();
+        let dir = cluster.data.join("base").join(oid.to_string());
+        for f in std::fs::read_dir(&dir)
+            .expect("the database's directory")
+            .flatten()
+        {
+            bytes.extend(std::fs::read(f.path()).unwrap_or_default());
+        }
+        assert!(!bytes.is_empty(), "no files under {}", dir.display());
+        bytes
+    })
+    .join()
+    .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// The directory of Debian's PostgreSQL binaries (the newest version installed).
@@ -206,7 +317,7 @@ fn start() -> Result<Cluster, String> {
     let url = format!("postgres://genied@127.0.0.1:{port}/postgres");
     loop {
         match postgres::Client::connect(&url, postgres::NoTls) {
-            Ok(_) => return Ok(Cluster { port }),
+            Ok(_) => return Ok(Cluster { port, data }),
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => {
                 let log = std::fs::read_to_string(&log_path).unwrap_or_default();
