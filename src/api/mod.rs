@@ -8,6 +8,7 @@ pub mod analytics;
 pub mod api_keys;
 pub mod campaigns;
 pub mod conversations;
+pub mod cursor;
 pub mod document_folders;
 pub mod documents;
 pub mod error;

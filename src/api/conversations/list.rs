@@ -1,11 +1,10 @@
 //! `all`/`list` (the same action under two names) and `get`.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::parse_time;
+use crate::api::cursor;
 use crate::api::{ActionRequest, Ctx, Reply, date_range_since, page, parse_uuid};
 use crate::db::conversations::{self as repo, CHANNELS, Conversation, Filter, STATUSES, Scope};
 use crate::error::{ApiError, ApiResult};
@@ -69,20 +68,13 @@ pub(super) async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 
 /// Opaque to clients: the listing order's key of the last conversation of a page.
 fn encode_cursor(c: &Conversation) -> String {
-    URL_SAFE_NO_PAD.encode(format!("c1:{}:{}", c.id, c.started_at))
+    cursor::encode_at("c1", &c.id, &c.started_at)
 }
 
 fn decode_cursor(c: &str) -> ApiResult<(String, String)> {
-    let bad = || ApiError::validation("data.cursor is not a cursor returned by this service");
-    let raw = URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
-    let s = String::from_utf8(raw).map_err(|_| bad())?;
-    let (id, at) = s
-        .strip_prefix("c1:")
-        .and_then(|r| r.split_once(':'))
-        .ok_or_else(bad)?;
-    uuid::Uuid::parse_str(id).map_err(|_| bad())?;
-    chrono::DateTime::parse_from_rfc3339(at).map_err(|_| bad())?;
-    Ok((at.to_string(), id.to_string()))
+    let (id, at) = cursor::decode_at(c, "c1")?;
+    uuid::Uuid::parse_str(&id).map_err(|_| cursor::bad())?;
+    Ok((at, id))
 }
 
 pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {

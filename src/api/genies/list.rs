@@ -1,12 +1,11 @@
 //! `list`, `all` and `get`: reading genies, in the caller's scope.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::view::PageChat;
 use super::{full_genie, role};
+use crate::api::cursor;
 use crate::api::{ActionRequest, Ctx, Reply, page, parse_uuid};
 use crate::db::genies::{self as repo, GenieRow, ListFilter, Scope};
 use crate::db::users::Role;
@@ -111,15 +110,12 @@ pub(super) async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 }
 
 fn encode_cursor(id: &str) -> String {
-    URL_SAFE_NO_PAD.encode(format!("g1:{id}"))
+    cursor::encode("g1", id)
 }
 
 fn decode_cursor(c: &str) -> ApiResult<String> {
-    let bad = || ApiError::validation("data.cursor is not a cursor returned by this service");
-    let raw = URL_SAFE_NO_PAD.decode(c.trim()).map_err(|_| bad())?;
-    let s = String::from_utf8(raw).map_err(|_| bad())?;
-    let id = s.strip_prefix("g1:").ok_or_else(bad)?;
-    parse_uuid(id, "data.cursor").map_err(|_| bad())
+    let id = cursor::decode(c.trim(), "g1")?;
+    parse_uuid(&id, "data.cursor").map_err(|_| cursor::bad())
 }
 
 pub(super) async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {

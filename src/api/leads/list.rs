@@ -1,11 +1,10 @@
 //! `stats`, `all`, `list` and `get`.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::check_enum;
+use crate::api::cursor;
 use crate::api::{
     ActionRequest, Ctx, Reply, SEARCH_TERM_MAX, date_range_since, page, parse_uuid, search_term,
 };
@@ -122,20 +121,13 @@ async fn page_of(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Page> {
 
 /// Opaque to clients: the listing order's key of the last lead of a page.
 fn encode_cursor(l: &Lead) -> String {
-    URL_SAFE_NO_PAD.encode(format!("l1:{}:{}", l.id, l.created_at))
+    cursor::encode_at("l1", l.id, &l.created_at)
 }
 
 fn decode_cursor(c: &str) -> ApiResult<(String, i64)> {
-    let bad = || ApiError::validation("data.cursor is not a cursor returned by this service");
-    let raw = URL_SAFE_NO_PAD.decode(c).map_err(|_| bad())?;
-    let s = String::from_utf8(raw).map_err(|_| bad())?;
-    let (id, at) = s
-        .strip_prefix("l1:")
-        .and_then(|r| r.split_once(':'))
-        .ok_or_else(bad)?;
-    let id = id.parse::<i64>().map_err(|_| bad())?;
-    chrono::DateTime::parse_from_rfc3339(at).map_err(|_| bad())?;
-    Ok((at.to_string(), id))
+    let (id, at) = cursor::decode_at(c, "l1")?;
+    let id = id.parse::<i64>().map_err(|_| cursor::bad())?;
+    Ok((at, id))
 }
 
 pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
