@@ -39,6 +39,21 @@ pub struct Table {
     pub self_refs: Vec<String>,
 }
 
+impl Table {
+    /// Where each key column stands among `columns`.
+    fn key_positions(&self) -> Vec<usize> {
+        self.key
+            .iter()
+            .map(|k| {
+                self.columns
+                    .iter()
+                    .position(|c| c == k)
+                    .expect("key column")
+            })
+            .collect()
+    }
+}
+
 /// What the two catalogues say, before anything is written.
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -89,6 +104,15 @@ impl Digest256 {
 
 fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `"a", "b", …`: a column list for SQL.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|c| quote(c))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The tables of the SQLite database that hold records: not SQLite's own, not refinery's
@@ -291,23 +315,9 @@ pub fn scan(
     t: &Table,
     mut f: impl FnMut(Vec<Value>) -> rusqlite::Result<()>,
 ) -> rusqlite::Result<()> {
-    let cols = t
-        .columns
-        .iter()
-        .map(|c| quote(c))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let key_cols = t
-        .key
-        .iter()
-        .map(|c| quote(c))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let key_at: Vec<usize> = t
-        .key
-        .iter()
-        .map(|k| t.columns.iter().position(|c| c == k).expect("key column"))
-        .collect();
+    let cols = quoted(&t.columns);
+    let key_cols = quoted(&t.key);
+    let key_at = t.key_positions();
     let first = format!(
         "SELECT {cols} FROM {} ORDER BY {key_cols} LIMIT {PAGE}",
         quote(&t.name)
@@ -412,22 +422,13 @@ pub fn finish_target(dst: &Connection, tables: &[Table]) -> rusqlite::Result<()>
 pub fn copy_table(src: &Connection, dst: &Connection, t: &Table) -> rusqlite::Result<(u64, u64)> {
     let width = t.columns.len();
     let per_insert = (MAX_PARAMS / width.max(1)).clamp(1, PAGE);
-    let cols = t
-        .columns
-        .iter()
-        .map(|c| quote(c))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let cols = quoted(&t.columns);
     let self_at: Vec<usize> = t
         .self_refs
         .iter()
         .filter_map(|s| t.columns.iter().position(|c| c == s))
         .collect();
-    let key_at: Vec<usize> = t
-        .key
-        .iter()
-        .map(|k| t.columns.iter().position(|c| c == k).expect("key column"))
-        .collect();
+    let key_at = t.key_positions();
     let insert = |rows: &[Vec<Value>]| -> rusqlite::Result<()> {
         let mut sql = format!("INSERT INTO {} ({cols}) VALUES ", quote(&t.name));
         let mut n = 0;
