@@ -287,8 +287,7 @@ impl Db {
 
     /// The committed authentication epoch ([`auth_epoch`]), read on the calling thread
     /// without waiting; `None` when it cannot be answered at once (callers then read it
-    /// through the pool). On PostgreSQL it is the value the instance's LISTEN/NOTIFY
-    /// listener keeps (`auth_epoch::PgEpochListener`), unknown while it is reconnecting.
+    /// through the pool). Always `None` on PostgreSQL (`PgDb::auth_epoch` says why).
     pub fn auth_epoch(&self) -> Option<i64> {
         match &self.0 {
             Engine::Sqlite(l) => l.auth.now(),

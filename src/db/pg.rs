@@ -437,8 +437,6 @@ pub fn error(e: postgres::Error, sql: &str) -> rusqlite::Error {
 #[derive(Clone)]
 pub struct PgDb {
     pool: r2d2::Pool<Manager>,
-    /// The authentication epoch as LISTEN/NOTIFY keeps it (see `auth_epoch`).
-    auth: std::sync::Arc<super::auth_epoch::PgEpochListener>,
 }
 
 impl PgDb {
@@ -453,9 +451,8 @@ impl PgDb {
             .max_size(size)
             .min_idle(Some(1))
             .test_on_check_out(false)
-            .build(Manager(config.clone()))?;
-        let auth = super::auth_epoch::PgEpochListener::start(config);
-        Ok(PgDb { pool, auth })
+            .build(Manager(config))?;
+        Ok(PgDb { pool })
     }
 
     fn migrate_with(config: &postgres::Config) -> anyhow::Result<Vec<i32>> {
@@ -485,9 +482,14 @@ impl PgDb {
         off_runtime(|| PgDb::migrate_with(&config))
     }
 
-    /// The committed authentication epoch when the listener knows it (see `auth_epoch`).
+    /// Never known without a read: another instance may have moved the epoch a moment ago,
+    /// and a notification of it (LISTEN/NOTIFY) can arrive after the next request, which
+    /// would then be served from a stale cache entry. So on PostgreSQL the auth cache trusts
+    /// nothing and every request reads its key or session, with the epoch, from the
+    /// database: a revocation or role change made on any instance holds for every instance's
+    /// next request, at the price of that read.
     pub fn auth_epoch(&self) -> Option<i64> {
-        self.auth.now()
+        None
     }
 
     /// `read_now` from any thread (see [`off_runtime`]).
@@ -543,23 +545,7 @@ impl PgDb {
         } else {
             "ROLLBACK"
         };
-        let ended = if end == "COMMIT" {
-            // The authentication epoch as this transaction leaves it, in the same round
-            // trip: this instance's auth cache sees its own revocations at once.
-            s.client()
-                .simple_query("SELECT epoch FROM auth_epoch WHERE id = 1; COMMIT")
-                .map(|msgs| {
-                    let epoch = msgs.iter().find_map(|m| match m {
-                        postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse::<i64>().ok(),
-                        _ => None,
-                    });
-                    if let Some(e) = epoch {
-                        self.auth.observe(e);
-                    }
-                })
-        } else {
-            s.client().batch_execute(end)
-        };
+        let ended = s.client().batch_execute(end);
         match out {
             Ok(Ok(v)) => match ended {
                 Ok(()) => Ok(v),
