@@ -166,20 +166,10 @@ pub async fn serve(
         }
         None => None,
     };
-    // The event listeners subscribe before any task that emits starts: an event published
-    // before a listener's first poll would otherwise reach no one.
-    let (hook_events, worker_events) = (app.state.bus.subscribe(), app.state.bus.subscribe());
     let worker = tokio::spawn(dispatch::worker(app.state.clone(), stop_rx.clone()));
-    let fan_out = tokio::spawn(crate::webhooks::fan_out_loop(
-        app.state.clone(),
-        hook_events,
-        stop_rx.clone(),
-    ));
-    let workers = tokio::spawn(crate::workers::run(
-        app.state.clone(),
-        worker_events,
-        stop_rx.clone(),
-    ));
+    // Events recorded but not dispatched when the last process stopped (or died) go out now.
+    let outbox = tokio::spawn(crate::outbox::run(app.state.clone(), stop_rx.clone()));
+    let workers = tokio::spawn(crate::workers::run(app.state.clone(), stop_rx.clone()));
     let indexer = tokio::spawn(crate::service::leads::search_indexer(
         app.state.clone(),
         stop_rx.clone(),
@@ -196,7 +186,7 @@ pub async fn serve(
     let limits = http::server::Limits::from_config(&app.state.config);
     http::server::run(app.router, listener, limits, shutdown).await;
     let _ = stop_tx.send(true);
-    let _ = tokio::join!(worker, fan_out, housekeeping, indexer, drift);
+    let _ = tokio::join!(worker, outbox, housekeeping, indexer, drift);
     // After the job worker: a tick it was running may have started calls.
     app.state.tasks.abort_all();
     if let Some(m) = metrics {
@@ -213,6 +203,9 @@ async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
                 app.limits.shrink();
                 app.limits.prune().await;
                 app.public_chat.shrink();
+                if let Err(e) = crate::outbox::prune(&app).await {
+                    tracing::warn!(error = %e, "pruning dispatched events");
+                }
             }
             _ = stop.changed() => return,
         }

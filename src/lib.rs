@@ -20,6 +20,7 @@ pub mod limits;
 pub mod llm;
 pub mod mail;
 pub mod net;
+pub mod outbox;
 pub mod prices;
 pub mod secrets;
 pub mod service;

@@ -1,6 +1,6 @@
-//! Events out: every event on the bus is matched against the owner's active webhook
-//! endpoints, and each match becomes a delivery row plus a durable job, both in one
-//! transaction. The job POSTs the event, signed, through the guarded client; failures are
+//! Events out: every event the outbox dispatches is matched against the owner's active
+//! webhook endpoints, and each match becomes a delivery row plus a durable job, in the
+//! dispatcher's transaction. The job POSTs the event, signed, through the guarded client; failures are
 //! retried with backoff by the job queue, and an endpoint whose delivery used up every attempt
 //! is disabled and its owner notified. Receivers verify
 //! `Genied-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">`.
@@ -12,7 +12,6 @@ use reqwest::Method;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::db::{self, webhooks::Attempt};
 use crate::error::{ApiError, ApiResult};
@@ -23,7 +22,7 @@ use crate::{jobs, net};
 
 pub const DELIVER_JOB: &str = "webhook.deliver";
 
-/// The test event a webhook's `test` action sends, on top of the bus catalogue.
+/// The test event a webhook's `test` action sends, on top of the event catalogue.
 pub const TEST_EVENT: &str = "webhook.test";
 
 fn known_type(t: &str) -> bool {
@@ -108,65 +107,28 @@ pub fn queue(
     Ok(id)
 }
 
-/// Turns one bus event into deliveries for every matching endpoint of its user.
-pub async fn fan_out(app: &AppState, event: &Event) -> ApiResult<usize> {
-    // Most events have no subscriber: look on the read pool first, write only when needed.
-    let (user, ty) = (event.user_id.clone(), event.kind.clone());
-    let hooks: Vec<String> = app
-        .db
-        .read(move |c| {
-            let all = db::webhooks::active_for_user(c, &user)?;
-            Ok(all
-                .into_iter()
-                .filter(|(_, patterns)| matches(patterns, &ty))
-                .map(|(id, _)| id)
-                .collect())
-        })
-        .await?;
+/// Turns one event into a delivery for every matching active endpoint of its user. Called
+/// by the outbox dispatcher inside the transaction that marks the event dispatched, so each
+/// event becomes its deliveries exactly once.
+pub fn fan_out(
+    c: &crate::db::Connection,
+    event: &Event,
+    max_attempts: i64,
+) -> rusqlite::Result<usize> {
+    let hooks: Vec<String> = db::webhooks::active_for_user(c, &event.user_id)?
+        .into_iter()
+        .filter(|(_, patterns)| matches(patterns, &event.kind))
+        .map(|(id, _)| id)
+        .collect();
     if hooks.is_empty() {
         return Ok(0);
     }
-    let body = serde_json::to_string(event)?;
-    let (id, ty, max) = (
-        event.id.clone(),
-        event.kind.clone(),
-        app.config.webhook_max_attempts,
-    );
-    let n = app
-        .db
-        .write(move |c| {
-            for hook in &hooks {
-                queue(c, hook, &id, &ty, &body, max)?;
-            }
-            Ok(hooks.len())
-        })
-        .await?;
-    if n > 0 {
-        app.wake_jobs();
+    let body = serde_json::to_string(event)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    for hook in &hooks {
+        queue(c, hook, &event.id, &event.kind, &body, max_attempts)?;
     }
-    Ok(n)
-}
-
-/// Runs until shutdown, fanning out every event published on the bus.
-pub async fn fan_out_loop(
-    app: AppState,
-    mut rx: tokio::sync::broadcast::Receiver<Event>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
-    loop {
-        tokio::select! {
-            msg = rx.recv() => match msg {
-                Ok(event) => {
-                    if let Err(e) = fan_out(&app, &event).await {
-                        tracing::error!(error = %e, event = %event.kind, "could not queue webhook deliveries");
-                    }
-                }
-                Err(RecvError::Lagged(n)) => tracing::error!(missed = n, "webhook fan-out fell behind; events were not delivered"),
-                Err(RecvError::Closed) => return,
-            },
-            _ = stop.changed() => return,
-        }
-    }
+    Ok(hooks.len())
 }
 
 /// The result of one POST to a receiver.

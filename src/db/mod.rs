@@ -15,6 +15,7 @@ pub mod conversations;
 pub mod document_folders;
 pub mod documents;
 pub mod email_logs;
+pub mod events;
 pub mod genie_groups;
 pub mod genie_moves;
 pub mod genie_providers;

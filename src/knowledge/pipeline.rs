@@ -281,23 +281,27 @@ pub fn crashed_too_often(c: &Connection, job: &Job) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Marks the document failed with a readable error and tells the bus.
+/// Marks the document failed with a readable error and records `document.failed`.
 async fn fail(app: &AppState, id: &str, error: &str) -> ApiResult<()> {
     let (id2, err) = (id.to_string(), error.to_string());
-    let d = app
+    let failed = app
         .db
         .write(move |c| {
             docs::set_status(c, &id2, "failed", Some(&err))?;
-            Ok(docs::get_any(c, &id2)?)
+            let Some(d) = docs::get_any(c, &id2)? else {
+                return Ok(None);
+            };
+            let e = Event::new(
+                "document.failed",
+                &d.user_id,
+                super::render(&d, vec![], false),
+            );
+            Ok(Some(crate::events::record(c, e)?))
         })
         .await?;
-    if let Some(d) = d {
-        tracing::info!(document = %d.id, error, "document failed");
-        app.bus.emit(Event::new(
-            "document.failed",
-            &d.user_id,
-            super::render(&d, vec![], false),
-        ));
+    if let Some(failed) = failed {
+        tracing::info!(document = %id, error, "document failed");
+        app.bus.emit(failed);
     }
     Ok(())
 }
@@ -340,14 +344,26 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
                 docs::set_size(c, &id, size)?;
             }
             docs::replace_chunks(c, &id, &chunks)?;
+            let doc = docs::get_any(c, &id)?.expect("present");
+            let scope = Scope {
+                user_id: doc.user_id.clone(),
+                all: true,
+            };
+            let agents = docs::dependent_agents(c, &id, &scope)?;
+            let e = Event::new(
+                "document.completed",
+                &doc.user_id,
+                super::render(&doc, agents, false),
+            );
             Ok(Some((
-                docs::get_any(c, &id)?.expect("present"),
+                doc,
                 docs::linked_genies(c, &id)?,
                 cur.content_hash.filter(|old| *old != hash),
+                crate::events::record(c, e)?,
             )))
         })
         .await;
-    let (doc, genies, unused) = match updated {
+    let (doc, genies, unused, completed) = match updated {
         Ok(Some(x)) => x,
         Ok(None) => {
             // Deleted meanwhile: do not leave the provider copy behind.
@@ -365,21 +381,7 @@ pub async fn finalize(app: &AppState, d: &Document, text: String) -> ApiResult<D
     {
         tracing::warn!(document = %d.id, old, error = %e, "could not delete the old provider document");
     }
-    let scope = Scope {
-        user_id: doc.user_id.clone(),
-        all: true,
-    };
-    let did = doc.id.clone();
-    let agents = app
-        .db
-        .read(move |c| Ok(docs::dependent_agents(c, &did, &scope)?))
-        .await
-        .unwrap_or_default();
-    app.bus.emit(Event::new(
-        "document.completed",
-        &doc.user_id,
-        super::render(&doc, agents, false),
-    ));
+    app.bus.emit(completed);
     // The replaced text's file goes only now that the committed record no longer names it.
     store.collect(&app.db, unused.into_iter().collect()).await;
     Ok(doc)

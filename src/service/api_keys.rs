@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::auth::keys::{self, NewKey};
 use crate::db::{self, Db, api_keys::ApiKey, api_keys::MAX_ACTIVE_PER_USER};
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
+use crate::events::{self, Event};
 use crate::state::AppState;
 
 /// A new key: its record, and the full secret, which is shown this once and never stored.
@@ -17,7 +17,7 @@ pub struct Created {
     pub secret: String,
 }
 
-/// Creates a user key (not an admin key) and tells the bus.
+/// Creates a user key (not an admin key) and records `api_key.created`.
 pub async fn create(app: &AppState, user_id: &str, name: &str) -> ApiResult<Created> {
     let new = keys::generate(false);
     let (uid, name, prefix, hash) = (
@@ -26,12 +26,15 @@ pub async fn create(app: &AppState, user_id: &str, name: &str) -> ApiResult<Crea
         new.display_prefix.clone(),
         new.hash.clone(),
     );
-    let record = app
+    let (record, created) = app
         .db
-        .write(move |c| insert(c, &uid, &name, &prefix, &hash))
+        .write(move |c| {
+            let record = insert(c, &uid, &name, &prefix, &hash)?;
+            let e = Event::new("api_key.created", &uid, json!(record));
+            Ok((record, events::record(c, e)?))
+        })
         .await?;
-    app.bus
-        .emit(Event::new("api_key.created", user_id, json!(record)));
+    app.bus.emit(created);
     Ok(Created {
         record,
         secret: new.secret,
@@ -65,16 +68,18 @@ fn insert(
     Ok(db::api_keys::insert(c, user_id, name, prefix, hash)?)
 }
 
-/// Revokes one of `user_id`'s keys and tells the bus.
+/// Revokes one of `user_id`'s keys and records `api_key.revoked`.
 pub async fn revoke(app: &AppState, user_id: &str, id: &str) -> ApiResult<ApiKey> {
     let (uid, id) = (user_id.to_string(), id.to_string());
-    let record = app
+    let (record, revoked) = app
         .db
         .write(move |c| {
-            db::api_keys::revoke(c, &uid, &id)?.ok_or_else(|| ApiError::not_found("API key"))
+            let record = db::api_keys::revoke(c, &uid, &id)?
+                .ok_or_else(|| ApiError::not_found("API key"))?;
+            let e = Event::new("api_key.revoked", &uid, json!(record));
+            Ok((record, events::record(c, e)?))
         })
         .await?;
-    app.bus
-        .emit(Event::new("api_key.revoked", user_id, json!(record)));
+    app.bus.emit(revoked);
     Ok(record)
 }

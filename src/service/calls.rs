@@ -265,6 +265,7 @@ async fn ended(
         "conversation_id": end.conversation_id,
         "error": end.error,
     });
+    let mut log = None;
     if let Some(l) = sim.lead_id {
         let mut desc = format!(
             "call to {} by genie '{genie_name}' ended: {}",
@@ -281,21 +282,27 @@ async fn ended(
             "outcome": end.outcome,
             "conversation_id": end.conversation_id,
         });
-        let uid = owner.to_string();
-        if let Err(e) = app
-            .db
-            .write(move |c| {
-                leads::log(c, l, Some(&uid), "call", Some(&desc), Some(&meta))?;
-                Ok(())
-            })
-            .await
-        {
-            tracing::error!(error = %e, call = %sim.conversation_id, "could not log a simulated call's outcome");
-        }
+        log = Some((l, desc, meta));
     }
-    app.bus.emit(Event::new(
+    let uid = owner.to_string();
+    let event = Event::new(
         "call.completed",
         owner,
         json!({"call": call, "campaign_id": null}),
-    ));
+    );
+    match app
+        .db
+        .write(move |c| {
+            if let Some((l, desc, meta)) = log {
+                leads::log(c, l, Some(&uid), "call", Some(&desc), Some(&meta))?;
+            }
+            Ok(crate::events::record(c, event)?)
+        })
+        .await
+    {
+        Ok(recorded) => app.bus.emit(recorded),
+        Err(e) => {
+            tracing::error!(error = %e, call = %sim.conversation_id, "could not record a simulated call's outcome")
+        }
+    }
 }

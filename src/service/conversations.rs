@@ -11,7 +11,7 @@ use crate::auth::Principal;
 use crate::db::conversations::{self as repo, Conversation};
 use crate::db::leads as leads_repo;
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
+use crate::events::{self, Event};
 use crate::state::AppState;
 use crate::voice::{ConversationDetail, Turn};
 
@@ -56,19 +56,23 @@ pub fn queue_report(
 }
 
 /// Emits `conversation.completed` with the whole record: transcript, analysis, and the lead
-/// linked to it (or null).
+/// linked to it (or null). Recorded in a transaction of its own, after the storing and the
+/// analysis it reports on (see docs/reliability.md).
 pub async fn emit_completed(app: &AppState, conversation_id: &str) -> ApiResult<()> {
     let id = conversation_id.to_string();
-    let (conv, lead) = app
+    let recorded = app
         .db
-        .read(move |c| Ok((repo::get(c, &id)?, leads_repo::get_by_conversation(c, &id)?)))
+        .write(move |c| {
+            let Some(conv) = repo::get(c, &id)? else {
+                return Ok(None);
+            };
+            let mut data = json!(conv);
+            data["lead"] = json!(leads_repo::get_by_conversation(c, &id)?);
+            let e = Event::new("conversation.completed", &conv.user_id, data);
+            Ok(Some(events::record(c, e)?))
+        })
         .await?;
-    if let Some(conv) = conv {
-        let mut data = json!(conv);
-        data["lead"] = json!(lead);
-        app.bus
-            .emit(Event::new("conversation.completed", &conv.user_id, data));
-    }
+    app.bus.emit_all(recorded);
     Ok(())
 }
 
@@ -221,7 +225,7 @@ pub async fn analyze(app: &AppState, by: By, id: &str, create_lead: bool) -> Api
     .await;
     let analysis_json = json!(a);
     let (conv_id, me) = (conv.id.clone(), by.user_id().to_string());
-    let (conv, lead, lead_action) = app
+    let (conv, lead, lead_action, raised) = app
         .db
         .write(move |c| {
             let conv = by.load(c, &conv_id)?;
@@ -279,25 +283,24 @@ pub async fn analyze(app: &AppState, by: By, id: &str, create_lead: bool) -> Api
                     None => {}
                 }
             }
-            Ok((repo::get(c, &conv_id)?.expect("conversation exists"), lead, lead_action))
+            let conv = repo::get(c, &conv_id)?.expect("conversation exists");
+            let mut raised = vec![events::record(c, Event::new(
+                "conversation.analyzed",
+                &conv.user_id,
+                json!({"conversation": conv, "analysis": conv.analysis}),
+            ))?];
+            let kind = match lead_action {
+                "created" => Some("lead.created"),
+                "updated" => Some("lead.updated"),
+                _ => None,
+            };
+            if let (Some(l), Some(kind)) = (&lead, kind) {
+                raised.push(events::record(c, Event::new(kind, &l.user_id, json!(l)))?);
+            }
+            Ok((conv, lead, lead_action, raised))
         })
         .await?;
-    app.bus.emit(Event::new(
-        "conversation.analyzed",
-        &conv.user_id,
-        json!({"conversation": conv, "analysis": conv.analysis}),
-    ));
-    if let Some(l) = &lead {
-        match lead_action {
-            "created" => app
-                .bus
-                .emit(Event::new("lead.created", &l.user_id, json!(l))),
-            "updated" => app
-                .bus
-                .emit(Event::new("lead.updated", &l.user_id, json!(l))),
-            _ => {}
-        }
-    }
+    app.bus.emit_all(raised);
     let method = conv
         .analysis
         .as_ref()

@@ -152,27 +152,28 @@ pub async fn record(app: &AppState, genie_id: &str, owner: &str, report: &Report
     let now = crate::db::now();
     let changes = (!report.changes.is_empty()).then(|| Value::Array(report.changes.clone()));
     let (id, at, c2) = (genie_id.to_string(), now.clone(), changes.clone());
-    let before = app
+    let event = |ch: &Value| {
+        Event::new(
+            "genie.drift_detected",
+            owner,
+            json!({"genie_id": genie_id, "provider": report.provider,
+                   "agent_id": report.agent_id, "changes": ch}),
+        )
+    };
+    let detected = changes.as_ref().map(event);
+    let recorded = app
         .db
         .write(move |c| {
             let (before, _) = crate::db::genie_moves::drift(c, &id)?;
             crate::db::genie_moves::set_drift(c, &id, c2.as_ref(), &at)?;
-            Ok(before)
+            Ok(match (c2, detected) {
+                (Some(ch), Some(e)) if before != ch => Some(crate::events::record(c, e)?),
+                _ => None,
+            })
         })
         .await;
-    match before {
-        Ok(before) => {
-            if let Some(ch) = changes
-                && before != ch
-            {
-                app.bus.emit(Event::new(
-                    "genie.drift_detected",
-                    owner,
-                    json!({"genie_id": genie_id, "provider": report.provider,
-                           "agent_id": report.agent_id, "changes": ch}),
-                ));
-            }
-        }
+    match recorded {
+        Ok(recorded) => app.bus.emit_all(recorded),
         Err(e) => tracing::warn!(genie = %genie_id, error = %e, "could not record a drift check"),
     }
     now
@@ -237,8 +238,15 @@ pub async fn push(app: &AppState, genie_id: &str, owner: &str) -> ApiResult<Valu
 
 /// `pull`: adopts the platform's values of the fields that differ as a new version of the
 /// genie (summary "pulled from <platform>: …"); documents and tools stay genied's and are
-/// pushed back. Returns the version and the changes adopted.
-pub async fn pull(app: &AppState, by: &str, genie_id: &str, owner: &str) -> ApiResult<Value> {
+/// pushed back. Returns the version and the changes adopted. When it adopted any,
+/// `genie.updated` carries the genie as `render` makes it.
+pub async fn pull(
+    app: &AppState,
+    by: &str,
+    genie_id: &str,
+    owner: &str,
+    render: genies::Render,
+) -> ApiResult<Value> {
     let report = {
         let _guard = crate::knowledge::agents::lock_genie(genie_id).await;
         check(app, genie_id).await?
@@ -274,6 +282,7 @@ pub async fn pull(app: &AppState, by: &str, genie_id: &str, owner: &str) -> ApiR
             Ok(())
         });
         changes.note = Some(note);
+        changes.render = Some(render);
         genies::apply(app, by, genie_id, changes).await?.version
     };
     // What genied keeps (documents, tools) goes back to the platform.

@@ -265,6 +265,7 @@ async fn play_and_store(app: &AppState, run: &RunRow, test: &TestRow) -> ApiResu
         (None, false) => "failed",
     };
     let (rid, o) = (run.id.clone(), outcome.clone());
+    let (tid, tname) = (test.id.clone(), test.name.clone());
     let finished = app
         .db
         .write(move |c| {
@@ -282,16 +283,20 @@ async fn play_and_store(app: &AppState, run: &RunRow, test: &TestRow) -> ApiResu
                 },
             )?;
             let owner = db::genies::find(c, &rid_genie(c, &rid)?)?.map(|g| g.user_id);
-            Ok((store::get_run(c, &rid)?, owner))
+            Ok(match (store::get_run(c, &rid)?, owner) {
+                (Some(r), Some(owner)) => Some(crate::events::record(
+                    c,
+                    Event::new(
+                        "genie_test.completed",
+                        &owner,
+                        json!({"run": run_view(&r), "test": {"id": tid, "name": tname}}),
+                    ),
+                )?),
+                _ => None,
+            })
         })
         .await?;
-    if let (Some(r), Some(owner)) = finished {
-        app.bus.emit(Event::new(
-            "genie_test.completed",
-            &owner,
-            json!({"run": run_view(&r), "test": {"id": test.id, "name": test.name}}),
-        ));
-    }
+    app.bus.emit_all(finished);
     Ok(outcome.passed && outcome.error.is_none())
 }
 

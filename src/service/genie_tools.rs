@@ -596,7 +596,7 @@ async fn capture_lead(ctx: &CallCtx<'_>, args: &Value) -> Result<Value, String> 
         ctx.genie.id.clone(),
         ctx.genie.user_id.clone(),
     );
-    let (lead, action) = ctx
+    let (lead, action, recorded) = ctx
         .app
         .db
         .write(move |c| {
@@ -639,18 +639,18 @@ async fn capture_lead(ctx: &CallCtx<'_>, args: &Value) -> Result<Value, String> 
                     (id, "created")
                 }
             };
-            Ok((leads_repo::get(c, id)?.expect("lead just written"), action))
+            let lead = leads_repo::get(c, id)?.expect("lead just written");
+            let kind = if action == "created" {
+                "lead.created"
+            } else {
+                "lead.updated"
+            };
+            let e = crate::events::Event::new(kind, &lead.user_id, json!(lead));
+            Ok((lead, action, crate::events::record(c, e)?))
         })
         .await
         .map_err(|e| e.message)?;
-    let event = if action == "created" {
-        "lead.created"
-    } else {
-        "lead.updated"
-    };
-    ctx.app
-        .bus
-        .emit(crate::events::Event::new(event, &lead.user_id, json!(lead)));
+    ctx.app.bus.emit(recorded);
     Ok(json!({"lead_id": lead.id, "saved": action}))
 }
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::db;
 use crate::db::genies::{self as repo, GenieRow, PhoneRow};
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
+use crate::events::{self, Event};
 use crate::service::genie_versions;
 use crate::state::AppState;
 use crate::voice::AgentSpec;
@@ -42,14 +42,16 @@ pub async fn run_cleanup(app: &AppState, payload: &Value) -> ApiResult<()> {
 /// first, so that a genie exists only if the provider accepted it, then the row with its
 /// number in one transaction. When the row cannot be stored the provider side is removed
 /// (or the removal queued). `provider` names a configured provider (the caller checked).
-/// Returns the stored row; the caller announces it.
+/// Returns the stored row and the genie as `render` made it, which `genie.created`, recorded
+/// in the same transaction, carries.
 pub async fn provision(
     app: &AppState,
     mut row: GenieRow,
     spec: &AgentSpec,
     want_phone: bool,
     provider: &str,
-) -> ApiResult<GenieRow> {
+    render: Render,
+) -> ApiResult<(GenieRow, Value)> {
     let voice = app.voice.named(Some(provider))?.clone();
     let provider = voice.name();
     if want_phone && !voice.supports_phone_provisioning() {
@@ -105,11 +107,14 @@ pub async fn provision(
                     },
                 )?;
             }
-            Ok(r)
+            announce_created(c, r, render)
         })
         .await;
     match stored {
-        Ok(r) => Ok(r),
+        Ok((r, full, created)) => {
+            app.bus.emit(created);
+            Ok((r, full))
+        }
         Err(e) => {
             cleanup_or_queue(
                 app,
@@ -125,13 +130,15 @@ pub async fn provision(
 
 /// Provisions `row`, a copy of the genie `src_id`, with the same attached documents: the
 /// agent at the provider first, then the row and its document links in one transaction;
-/// when that fails the agent is removed again (or its removal queued).
+/// when that fails the agent is removed again (or its removal queued). Returns the row and
+/// the genie as `render` made it, which `genie.created` carries, as `provision` does.
 pub async fn provision_clone(
     app: &AppState,
     src_id: &str,
     mut row: GenieRow,
     spec: &AgentSpec,
-) -> ApiResult<GenieRow> {
+    render: Render,
+) -> ApiResult<(GenieRow, Value)> {
     // A clone lives where its original does.
     let voice = crate::knowledge::agents::voice_for(app, src_id).await?;
     let provider = voice.name();
@@ -149,16 +156,43 @@ pub async fn provision_clone(
             let note = format!("cloned from genie {src_id}");
             genie_versions::record(c, &r.id, None, &cfg, Some(&r.user_id), Some(&note), true)?;
             crate::db::genie_providers::set_provider(c, &r.id, provider, &r.created_at)?;
-            Ok(r)
+            announce_created(c, r, render)
         })
         .await;
     match stored {
-        Ok(r) => Ok(r),
+        Ok((r, full, created)) => {
+            app.bus.emit(created);
+            Ok((r, full))
+        }
         Err(e) => {
             cleanup_or_queue(app, provider, Some(agent_id), vec![]).await;
             Err(e)
         }
     }
+}
+
+/// Renders a genie just stored and records `genie.created` with it, in its transaction.
+fn announce_created(
+    c: &db::sql::Connection,
+    r: GenieRow,
+    render: Render,
+) -> ApiResult<(GenieRow, Value, events::Recorded)> {
+    let full = render(c, &r)?;
+    let created = events::record(c, Event::new("genie.created", &r.user_id, full.clone()))?;
+    Ok((r, full, created))
+}
+
+/// Renders genie `id` and records `genie.updated` with it, inside the transaction that
+/// changed it; returns the rendering and the event to emit after the commit.
+pub fn announce_updated(
+    c: &db::sql::Connection,
+    id: &str,
+    render: Render,
+) -> ApiResult<(Value, events::Recorded)> {
+    let g = repo::find(c, id)?.ok_or_else(ApiError::agent_not_found)?;
+    let full = render(c, &g)?;
+    let updated = events::record(c, Event::new("genie.updated", &g.user_id, full.clone()))?;
+    Ok((full, updated))
 }
 
 /// Deletes a genie the caller may manage (the caller holds its lock): removes its agent
@@ -190,7 +224,13 @@ pub async fn delete(app: &AppState, row: &GenieRow) -> ApiResult<()> {
         tracing::warn!(genie = %id, error = %e, "voice provider clean-up failed; queued for retry");
     }
     let id2 = id.clone();
-    app.db
+    let deleted = Event::new(
+        "genie.deleted",
+        &row.user_id,
+        json!({"id": id, "name": row.name}),
+    );
+    let deleted = app
+        .db
         .write(move |c| {
             if !repo::delete(c, &id2)? {
                 return Err(ApiError::agent_not_found());
@@ -198,14 +238,10 @@ pub async fn delete(app: &AppState, row: &GenieRow) -> ApiResult<()> {
             if queued {
                 crate::jobs::enqueue(c, CLEANUP_JOB, &payload, retry_delay(), None)?;
             }
-            Ok(())
+            Ok(events::record(c, deleted)?)
         })
         .await?;
-    app.bus.emit(Event::new(
-        "genie.deleted",
-        &row.user_id,
-        json!({"id": id, "name": row.name}),
-    ));
+    app.bus.emit(deleted);
     Ok(())
 }
 
@@ -273,10 +309,15 @@ pub struct Changes {
     /// given, the row is written in the change's own transaction (`db::activities::claim`).
     pub audit_summary: Option<AuditSummary>,
     /// Renders the changed genie inside the change's transaction (the caller's full object),
-    /// instead of the caller reading it back afterwards; the result is `Applied::rendered`.
+    /// instead of the caller reading it back afterwards; the result is `Applied::rendered`,
+    /// and `genie.updated` carrying it is recorded in that transaction.
     pub render: Option<Render>,
+    /// Events recorded in the change's transaction (before `genie.updated`), from the saved
+    /// row and the version recorded.
+    pub announce: Option<Announce>,
 }
 
+pub type Announce = Box<dyn FnOnce(&GenieRow, Option<i64>) -> Vec<Event> + Send>;
 pub type AuditSummary = Box<dyn FnOnce(&GenieRow, Option<i64>) -> String + Send>;
 pub type Render = Box<dyn FnOnce(&db::sql::Connection, &GenieRow) -> ApiResult<Value> + Send>;
 
@@ -290,6 +331,7 @@ impl Changes {
             clear_draft: false,
             audit_summary: None,
             render: None,
+            announce: None,
         }
     }
     /// Makes a version's configuration (documents included) the genie's.
@@ -306,6 +348,7 @@ impl Changes {
             clear_draft: false,
             audit_summary: None,
             render: None,
+            announce: None,
         }
     }
 }
@@ -367,8 +410,8 @@ pub async fn apply(
     let audit = changes
         .audit_summary
         .and_then(|f| db::activities::claim("genies").map(|a| (a, f)));
-    let render = changes.render;
-    let (version, rendered) = app
+    let (render, announce) = (changes.render, changes.announce);
+    let (version, rendered, raised) = app
         .db
         .write(move |c| {
             if let Some(slug) = &r.page_slug
@@ -401,9 +444,18 @@ pub async fn apply(
                 a.insert(c, Some(&r.id), &summary(&r, version))?;
             }
             let rendered = render.map(|f| f(c, &r)).transpose()?;
-            Ok((version, rendered))
+            let mut raised = Vec::new();
+            for e in announce.map(|f| f(&r, version)).unwrap_or_default() {
+                raised.push(events::record(c, e)?);
+            }
+            if let Some(v) = &rendered {
+                let e = Event::new("genie.updated", &r.user_id, v.clone());
+                raised.push(events::record(c, e)?);
+            }
+            Ok((version, rendered, raised))
         })
         .await?;
+    app.bus.emit_all(raised);
     Ok(Applied {
         row,
         version,

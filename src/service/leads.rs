@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::auth::Principal;
 use crate::db::leads::{self as repo, Fields, Lead};
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
+use crate::events::{self, Event};
 use crate::state::AppState;
 
 /// Loads a lead the principal may reach: 404 when it does not exist, 403 when it belongs to
@@ -108,11 +108,12 @@ pub async fn create(
             if let Some(a) = audit {
                 a.insert(c, Some(&lead.id.to_string()), &created_summary(&lead))?;
             }
-            Ok(lead)
+            let e = Event::new("lead.created", &lead.user_id, json!(lead));
+            Ok((events::record(c, e)?, lead))
         })
         .await?;
-    app.bus
-        .emit(Event::new("lead.created", &lead.user_id, json!(lead)));
+    let (created, lead) = lead;
+    app.bus.emit(created);
     Ok(lead)
 }
 
@@ -139,7 +140,7 @@ pub async fn update(
     let p = p.clone();
     let changed_by = p.user_id.clone();
     let audit = crate::db::activities::claim("leads");
-    let (before, after) = app
+    let changed = app
         .db
         .write(move |c| {
             let before = load(c, &p, id, true)?;
@@ -175,18 +176,22 @@ pub async fn update(
             if let Some(a) = audit {
                 a.insert(c, Some(&id.to_string()), &format!("updated lead #{id}"))?;
             }
-            Ok((before, after))
+            let mut raised = vec![events::record(
+                c,
+                Event::new("lead.updated", &after.user_id, json!(after)),
+            )?];
+            if before.status != after.status {
+                raised.push(events::record(c, Event::new(
+                    "lead.status_changed",
+                    &after.user_id,
+                    json!({"lead": after, "from": before.status, "to": after.status, "changed_by": changed_by}),
+                ))?);
+            }
+            Ok((after, raised))
         })
         .await?;
-    app.bus
-        .emit(Event::new("lead.updated", &after.user_id, json!(after)));
-    if before.status != after.status {
-        app.bus.emit(Event::new(
-            "lead.status_changed",
-            &after.user_id,
-            json!({"lead": after, "from": before.status, "to": after.status, "changed_by": changed_by}),
-        ));
-    }
+    let (after, raised) = changed;
+    app.bus.emit_all(raised);
     Ok(after)
 }
 

@@ -39,8 +39,15 @@ async fn save(app: &AppState, m: &Move) -> ApiResult<()> {
         .await
 }
 
-/// Moves the genie to `to`. The caller checked that the user may manage it.
-pub async fn move_genie(app: &AppState, genie_id: &str, to: &str) -> ApiResult<Value> {
+/// Moves the genie to `to`. The caller checked that the user may manage it. Returns what
+/// moved and the genie as `render` makes it, which `genie.updated` (after `genie.moved`,
+/// both recorded with the switch) carries.
+pub async fn move_genie(
+    app: &AppState,
+    genie_id: &str,
+    to: &str,
+    render: crate::service::genies::Render,
+) -> ApiResult<(Value, Value)> {
     let _guard = lock_genie(genie_id).await;
     let id = genie_id.to_string();
     let (row, docs, phones) = app
@@ -189,12 +196,17 @@ pub async fn move_genie(app: &AppState, genie_id: &str, to: &str) -> ApiResult<V
     );
     let old_phones: Vec<PhoneRow> = phones.clone();
     let np = new_phones.clone();
+    let moved = Event::new(
+        "genie.moved",
+        &row.user_id,
+        json!({"genie_id": genie_id, "from": from.name(), "to": target.name(), "agent_id": new_agent}),
+    );
     let switched = app
         .db
         .write(move |c| {
             let now = crate::db::now();
             let Some(mut g) = repo::find(c, &gid)? else {
-                return Ok(false);
+                return Ok(None);
             };
             g.external_agent_id = Some(na);
             g.updated_at = now.clone();
@@ -220,36 +232,35 @@ pub async fn move_genie(app: &AppState, genie_id: &str, to: &str) -> ApiResult<V
             crate::db::genie_moves::set_drift(c, &gid, None, &now)?;
             store::end_move(c, &gid)?;
             crate::jobs::enqueue(c, CLEANUP_JOB, &cl, Duration::from_secs(30), None)?;
-            Ok(true)
+            let moved = crate::events::record(c, moved)?;
+            let (genie, updated) = crate::service::genies::announce_updated(c, &gid, render)?;
+            Ok(Some((genie, [moved, updated])))
         })
         .await;
     let switched = match switched {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(ApiError::agent_not_found()),
+        Ok(Some(s)) => Ok(s),
+        Ok(None) => Err(ApiError::agent_not_found()),
         Err(e) => Err(e),
     };
-    match switched {
-        Ok(()) => {}
+    let (genie, raised) = match switched {
+        Ok(s) => s,
         Err(e) => {
             if let Err(ce) = undo(app, &m, &target).await {
                 tracing::warn!(genie = %genie_id, error = %ce, "could not remove all a failed move made; the resolve job retries");
             }
             return Err(e);
         }
-    }
+    };
+    app.bus.emit_all(raised);
     // The old agent goes only now; the queued job repeats this if it fails here.
     if let Err(e) = crate::service::genies::run_cleanup(app, &cleanup).await {
         tracing::warn!(genie = %genie_id, error = %e, "removing the old agent failed; the clean-up job retries");
     }
-    app.bus.emit(Event::new(
-        "genie.moved",
-        &row.user_id,
-        json!({"genie_id": genie_id, "from": from.name(), "to": target.name(), "agent_id": new_agent}),
-    ));
-    Ok(
+    Ok((
         json!({"from": from.name(), "to": target.name(), "agent_id": new_agent,
               "numbers": new_phones.iter().map(|n| n.number.clone()).collect::<Vec<_>>()}),
-    )
+        genie,
+    ))
 }
 
 /// Removes what a move made at its target (numbers, agent, document copies) and ends its

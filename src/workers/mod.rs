@@ -1,6 +1,6 @@
 //! Worker genies at run time: the executor that claims queued runs (bounded concurrency,
-//! per-run timeout, cancellation), the triggers that enqueue them (cron schedules and bus
-//! events), the LLM tool loop (`runner`), the tools (`tools`) and the credential cipher
+//! per-run timeout, cancellation), the triggers that enqueue them (cron schedules and
+//! outbox events), the LLM tool loop (`runner`), the tools (`tools`) and the credential cipher
 //! (`credentials`). Every trigger only enqueues a run; the executor is the only place that
 //! runs one.
 
@@ -91,14 +91,9 @@ pub async fn enqueue_scheduled(
     Ok(run)
 }
 
-/// The background side of worker genies, started by `serve`: scheduler, event listener and
-/// executor, until shutdown.
-pub async fn run(
-    app: AppState,
-    events: tokio::sync::broadcast::Receiver<crate::events::Event>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let events = tokio::spawn(listen_events(app.clone(), events, stop.clone()));
+/// The background side of worker genies, started by `serve`: scheduler and executor, until
+/// shutdown (event triggers queue their runs from the outbox dispatcher).
+pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
     if let Err(e) = scheduler::start(&app).await {
         tracing::error!(error = %e, "worker genie scheduler did not start; scheduled worker genies will not run");
     }
@@ -135,7 +130,6 @@ pub async fn run(
         }
     }
     scheduler::stop(&app).await;
-    let _ = events.await;
     // Runs still in flight are stopped and recorded as such (not left `running`).
     let ids: Vec<String> = {
         let mut map = app
@@ -206,57 +200,28 @@ async fn claim_and_spawn(app: &AppState) {
     }
 }
 
-/// Event-triggered genies: every bus event of a genie's `event_type` for its owner enqueues
-/// a run whose input carries the event.
-async fn listen_events(
-    app: AppState,
-    mut rx: tokio::sync::broadcast::Receiver<Event>,
-    mut stop: watch::Receiver<bool>,
-) {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        let event = tokio::select! {
-            r = rx.recv() => match r {
-                Ok(e) => e,
-                Err(RecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "worker genie event listener fell behind; events were missed");
-                    continue;
-                }
-                Err(RecvError::Closed) => return,
-            },
-            _ = stop.changed() => return,
-        };
-        // Runs started by a run event do not start more runs with their own run events, so two
-        // genies listening to each other cannot loop.
-        if event.kind.starts_with("worker_run.")
-            && event.data["trigger"] == "event"
-            && event.data["input"]["event"]["type"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("worker_run."))
-        {
+/// Event-triggered genies: queues a run, whose input carries the event, of each of the
+/// event's user's active genies triggered by its type. Called by the outbox dispatcher inside
+/// the transaction that marks the event dispatched, so each event starts each genie once.
+pub fn queue_event_runs(c: &crate::db::Connection, event: &Event) -> rusqlite::Result<usize> {
+    // Runs started by a run event do not start more runs with their own run events, so two
+    // genies listening to each other cannot loop.
+    if event.kind.starts_with("worker_run.")
+        && event.data["trigger"] == "event"
+        && event.data["input"]["event"]["type"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("worker_run."))
+    {
+        return Ok(0);
+    }
+    let mut n = 0;
+    for g in db::workers::event_genies(c, &event.user_id, &event.kind)? {
+        // A genie never triggers itself through the events of its own runs.
+        if event.data.get("worker_genie_id").and_then(Value::as_str) == Some(g.id.as_str()) {
             continue;
         }
-        let (uid, kind) = (event.user_id.clone(), event.kind.clone());
-        let genies = match app
-            .db
-            .read(move |c| Ok(db::workers::event_genies(c, &uid, &kind)?))
-            .await
-        {
-            Ok(g) => g,
-            Err(e) => {
-                tracing::error!(error = %e, "loading event-triggered worker genies");
-                continue;
-            }
-        };
-        for g in genies {
-            // A genie never triggers itself through the events of its own runs.
-            if event.data.get("worker_genie_id").and_then(Value::as_str) == Some(g.id.as_str()) {
-                continue;
-            }
-            let input = json!({"event": event});
-            if let Err(e) = enqueue(&app, g, "event", input).await {
-                tracing::error!(error = %e, "enqueueing an event-triggered worker run");
-            }
-        }
+        db::workers::insert_run(c, &g, "event", &json!({"event": event}))?;
+        n += 1;
     }
+    Ok(n)
 }

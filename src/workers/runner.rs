@@ -44,17 +44,11 @@ pub async fn execute(app: &AppState, run: Run) {
         .db
         .write(move |c| {
             db::workers::save_progress(c, &id, &steps, &usage)?;
-            Ok(db::workers::finish_run(
-                c,
-                &id,
-                status,
-                output.as_deref(),
-                error.as_deref(),
-            )?)
-        })
-        .await;
-    match done {
-        Ok(Some(rec)) => {
+            let Some(rec) =
+                db::workers::finish_run(c, &id, status, output.as_deref(), error.as_deref())?
+            else {
+                return Ok(None);
+            };
             let kind = if status == "succeeded" {
                 "worker_run.succeeded"
             } else {
@@ -62,8 +56,14 @@ pub async fn execute(app: &AppState, run: Run) {
             };
             let mut data = json!(rec);
             data.as_object_mut().map(|o| o.remove("steps"));
-            app.bus.emit(Event::new(kind, &rec.user_id, data));
-        }
+            Ok(Some(crate::events::record(
+                c,
+                Event::new(kind, &rec.user_id, data),
+            )?))
+        })
+        .await;
+    match done {
+        Ok(Some(finished)) => app.bus.emit(finished),
         Ok(None) => {} // cancelled meanwhile: it keeps that state
         Err(e) => tracing::error!(run = %run.id, error = %e, "recording the end of a worker run"),
     }

@@ -39,6 +39,7 @@ mod object_store;
 mod observability;
 mod oidc;
 mod openapi;
+mod outbox;
 mod perf;
 mod phone_import;
 mod profiles;

@@ -679,3 +679,213 @@ async fn auth_changes_and_the_rate_limit_hold_across_instances() {
         assert!((1..=60).contains(&wait), "{wait}");
     }
 }
+
+/// Creates a lead through `base`; its id when acknowledged.
+async fn create_lead(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    genie: &str,
+    name: String,
+) -> Option<i64> {
+    let r = client
+        .post(format!("{base}/v1"))
+        .bearer_auth(token)
+        .json(&json!({"resource": "leads", "action": "create",
+                      "data": {"agent_id": genie, "name": name}}))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .ok()?;
+    if r.status() != 201 {
+        return None;
+    }
+    r.json::<Value>().await.ok()?["data"]["lead"]["id"].as_i64()
+}
+
+/// Event-triggered runs per lead id (from each run's input, the event that started it).
+fn runs_per_lead(url: &str, worker: &str) -> HashMap<i64, usize> {
+    let mut m = HashMap::new();
+    for row in sql(
+        url,
+        "SELECT input FROM worker_runs WHERE worker_genie_id = $1 AND trigger = 'event'",
+        vec![worker.to_string()],
+    ) {
+        let input: Value = serde_json::from_str(row[0].as_deref().unwrap()).unwrap();
+        *m.entry(input["event"]["data"]["id"].as_i64().unwrap())
+            .or_default() += 1;
+    }
+    m
+}
+
+#[tokio::test]
+async fn events_raised_on_any_instance_are_fanned_out_once() {
+    if skipped() {
+        return;
+    }
+    const ENDPOINTS: usize = 3;
+    let url = postgres::database();
+    let data = tempfile::tempdir().unwrap();
+    let unlimited = ["--session-rate-limit-per-minute", "0"];
+    let a = start(data.path(), &url, "inst-a", &unlimited).await;
+    let b = start(data.path(), &url, "inst-b", &unlimited).await;
+    let token = admin_token(data.path(), &a.base).await;
+    let rx = crate::common::fakes::receivers::Receivers::start().await;
+    for n in 0..ENDPOINTS {
+        let r = call(
+            &a.base,
+            &token,
+            "webhooks",
+            "create",
+            None,
+            json!({"url": rx.url(n), "event_types": ["lead.created"]}),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        rx.set_secret(n, r.body["data"]["webhook"]["secret"].as_str().unwrap());
+    }
+    let r = call(
+        &b.base,
+        &token,
+        "worker-genies",
+        "create",
+        None,
+        json!({"name": "on lead", "soul_prompt": "x", "trigger_type": "event",
+               "event_type": "lead.created"}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let worker = r.body["data"]["worker_genie"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = call(
+        &a.base,
+        &token,
+        "genies",
+        "create",
+        None,
+        json!({"genieName": "Sales", "systemPrompt": "You sell."}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let genie = r.body["data"]["genie"]["id"].as_str().unwrap().to_string();
+    let pending = || {
+        one(
+            &url,
+            "SELECT COUNT(*)::text FROM event_outbox WHERE dispatched_at IS NULL",
+            vec![],
+        )
+        .unwrap()
+            != "0"
+    };
+
+    // Twenty leads, raised on both instances at once: each event reaches each endpoint once
+    // and starts the worker genie once, whichever instance dispatched it.
+    let client = reqwest::Client::new();
+    let made: Vec<Option<i64>> = futures::future::join_all((0..20).map(|i| {
+        let base = if i % 2 == 0 { &a.base } else { &b.base };
+        create_lead(&client, base, &token, &genie, format!("lead {i}"))
+    }))
+    .await;
+    let leads: Vec<i64> = made.into_iter().map(|l| l.expect("acknowledged")).collect();
+    until("every delivery and run", || async {
+        rx.delivered().len() >= 20 * ENDPOINTS
+            && runs_per_lead(&url, &worker).len() == 20
+            && !pending()
+            && webhook_jobs(&url) == 0
+    })
+    .await;
+    rx.assert_no_problems();
+    let per_event = rx.per_event();
+    assert_eq!(per_event.len(), 20 * ENDPOINTS, "{per_event:?}");
+    assert!(
+        per_event.values().all(|n| *n == 1),
+        "an event reached an endpoint twice: {per_event:?}"
+    );
+    let mut delivered_leads: Vec<i64> = rx
+        .delivered()
+        .iter()
+        .filter(|d| d.endpoint == 0)
+        .map(|d| d.event["data"]["id"].as_i64().unwrap())
+        .collect();
+    delivered_leads.sort();
+    let mut sorted = leads.clone();
+    sorted.sort();
+    assert_eq!(delivered_leads, sorted, "each lead's own event");
+    let runs = runs_per_lead(&url, &worker);
+    assert!(
+        leads.iter().all(|l| runs.get(l) == Some(&1)),
+        "one run per event: {runs:?}"
+    );
+
+    // SIGKILL one instance while both raise events: every lead that was committed, answered
+    // or not, has its event fanned out once (one delivery per endpoint, one run); receivers
+    // get each at least once (a POST in flight when its instance died is sent again, with
+    // the same Genied-Delivery and event id).
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for base in [a.base.clone(), b.base.clone()] {
+        let (stop, token, genie) = (stop.clone(), token.clone(), genie.clone());
+        writers.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                n += 1;
+                if create_lead(&client, &base, &token, &genie, format!("load {n}"))
+                    .await
+                    .is_none()
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }));
+    }
+    let leads_now = || {
+        one(&url, "SELECT COUNT(*)::text FROM leads", vec![])
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+    };
+    until("load on both instances", || async { leads_now() >= 40 }).await;
+    let (mut dead, _survivor) = (b, a);
+    dead.proc.kill();
+    until("more load on the survivor", || async { leads_now() >= 60 }).await;
+    stop.store(true, Ordering::SeqCst);
+    for w in writers {
+        w.await.unwrap();
+    }
+    let all: Vec<i64> = sql(&url, "SELECT id::text FROM leads", vec![])
+        .into_iter()
+        .map(|r| r[0].as_deref().unwrap().parse().unwrap())
+        .collect();
+    until("the fan-out of every committed lead", || async {
+        !pending()
+            && webhook_jobs(&url) == 0
+            && runs_per_lead(&url, &worker).len() == all.len()
+            && rx.per_event().len() == all.len() * ENDPOINTS
+    })
+    .await;
+    rx.assert_no_problems();
+    let fanned = rx.deliveries_per_event();
+    assert!(
+        fanned.values().all(|d| d.len() == 1),
+        "an event was fanned out twice to one endpoint: {fanned:?}"
+    );
+    assert_eq!(
+        one(
+            &url,
+            "SELECT COUNT(*)::text FROM (SELECT webhook_id, event_id FROM webhook_deliveries
+             GROUP BY webhook_id, event_id HAVING COUNT(*) > 1) AS twice",
+            vec![]
+        )
+        .as_deref(),
+        Some("0"),
+        "one delivery row per endpoint and event"
+    );
+    let runs = runs_per_lead(&url, &worker);
+    assert!(
+        all.iter().all(|l| runs.get(l) == Some(&1)),
+        "one run per event: {runs:?}"
+    );
+}

@@ -256,18 +256,17 @@ async fn events_are_delivered_signed_and_filtered_by_type() {
         .await;
     let key_secret = key.ok(201)["api_key"]["key"].as_str().unwrap().to_string();
     // Events of other types, and of other users, do not go out.
-    app.state
-        .bus
-        .emit(Event::new("genie.created", &u.id, json!({"id": "g"})));
+    app.raise(Event::new("genie.created", &u.id, json!({"id": "g"})))
+        .await;
     let other = app.standard().await;
-    app.state
-        .bus
-        .emit(Event::new("lead.created", &other.id, json!({"id": 1})));
-    app.state.bus.emit(Event::new(
+    app.raise(Event::new("lead.created", &other.id, json!({"id": 1})))
+        .await;
+    app.raise(Event::new(
         "lead.created",
         &u.id,
         json!({"id": 2, "name": "Ada"}),
-    ));
+    ))
+    .await;
 
     let hits = rx.wait_for(2).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -313,9 +312,8 @@ async fn failures_are_retried_until_success() {
     )
     .await;
     let (hook, secret) = create_hook(&app, &u, &rx.url, json!(["lead.*"])).await;
-    app.state
-        .bus
-        .emit(Event::new("lead.updated", &u.id, json!({"id": 7})));
+    app.raise(Event::new("lead.updated", &u.id, json!({"id": 7})))
+        .await;
     let hits = rx.wait_for(3).await;
     // Every attempt carries the same delivery id and event body.
     assert!(hits.iter().all(|h| h.body == hits[0].body
@@ -371,9 +369,8 @@ async fn an_endpoint_that_keeps_failing_is_disabled_and_its_owner_notified() {
     let u = app.standard().await;
     let rx = Receiver::start(&[], Behaviour::Status(500)).await;
     let (hook, _) = create_hook(&app, &u, &rx.url, json!(["*"])).await;
-    app.state
-        .bus
-        .emit(Event::new("lead.created", &u.id, json!({"id": 1})));
+    app.raise(Event::new("lead.created", &u.id, json!({"id": 1})))
+        .await;
     rx.wait_for(3).await;
     let mut w = json!(null);
     for _ in 0..200 {
@@ -414,9 +411,8 @@ async fn an_endpoint_that_keeps_failing_is_disabled_and_its_owner_notified() {
     assert_eq!(n["notifications"][0]["data"]["webhook_id"], json!(hook));
 
     // Disabled endpoints get nothing more; turning one back on resumes deliveries.
-    app.state
-        .bus
-        .emit(Event::new("lead.created", &u.id, json!({"id": 2})));
+    app.raise(Event::new("lead.created", &u.id, json!({"id": 2})))
+        .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(rx.hits().len(), 3);
     *rx.default.lock().unwrap() = Behaviour::Status(200);
@@ -430,9 +426,8 @@ async fn an_endpoint_that_keeps_failing_is_disabled_and_its_owner_notified() {
         )
         .await;
     assert_eq!(r.ok(200)["webhook"]["disabled_reason"], json!(null));
-    app.state
-        .bus
-        .emit(Event::new("lead.created", &u.id, json!({"id": 3})));
+    app.raise(Event::new("lead.created", &u.id, json!({"id": 3})))
+        .await;
     let hits = rx.wait_for(4).await;
     assert!(hits[3].body.contains("\"id\":3"));
 }
@@ -443,9 +438,8 @@ async fn redeliver_replays_the_same_event() {
     let u = app.standard().await;
     let rx = Receiver::start(&[], Behaviour::Status(200)).await;
     let (hook, _) = create_hook(&app, &u, &rx.url, json!(["*"])).await;
-    app.state
-        .bus
-        .emit(Event::new("lead.created", &u.id, json!({"id": 9})));
+    app.raise(Event::new("lead.created", &u.id, json!({"id": 9})))
+        .await;
     rx.wait_for(1).await;
     let d = app
         .call(
@@ -487,9 +481,8 @@ async fn pending_deliveries_survive_a_restart() {
     let u = app.standard().await;
     let rx = Receiver::start(&[], Behaviour::Status(503)).await;
     let (hook, _) = create_hook(&app, &u, &rx.url, json!(["*"])).await;
-    app.state
-        .bus
-        .emit(Event::new("lead.created", &u.id, json!({"id": 11})));
+    app.raise(Event::new("lead.created", &u.id, json!({"id": 11})))
+        .await;
     rx.wait_for(1).await;
     let app = app.restart().await;
     *rx.default.lock().unwrap() = Behaviour::Status(200);
@@ -721,9 +714,8 @@ async fn a_receiver_refused_at_delivery_is_disabled_at_once() {
         })
         .await
         .unwrap();
-    app.state
-        .bus
-        .emit(Event::new("lead.created", &u.id, json!({"id": 1})));
+    app.raise(Event::new("lead.created", &u.id, json!({"id": 1})))
+        .await;
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let w = loop {
         let w = app

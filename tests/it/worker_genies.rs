@@ -794,21 +794,24 @@ async fn event_trigger_fires_on_lead_created_for_the_owner_only() {
     .await;
     let gid = g["id"].as_str().unwrap().to_string();
     assert_eq!(g["event_type"], "lead.created");
-    app.state.bus.emit(Event::new(
+    app.raise(Event::new(
         "lead.created",
         &b.id,
         json!({"id": 1, "name": "Not yours"}),
-    ));
-    app.state.bus.emit(Event::new(
+    ))
+    .await;
+    app.raise(Event::new(
         "lead.updated",
         &a.id,
         json!({"id": 2, "name": "Other event"}),
-    ));
-    app.state.bus.emit(Event::new(
+    ))
+    .await;
+    app.raise(Event::new(
         "lead.created",
         &a.id,
         json!({"id": 3, "name": "Ann"}),
-    ));
+    ))
+    .await;
     let runs = wait_runs(&app, &a, &gid, 1).await;
     let run = wait_run(&app, &a, &gid, runs[0]["id"].as_str().unwrap()).await;
     assert_eq!(run["trigger"], "event");

@@ -4,12 +4,11 @@ use serde_json::json;
 
 use super::input::{self, CloneGenie};
 use super::settings;
-use super::{load_manageable, reload, role};
+use super::{load_manageable, renderer, role};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db;
 use crate::db::genies::{self as repo, GenieRow};
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
 use crate::service::genies;
 
 pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -41,11 +40,8 @@ pub(super) async fn clone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let voice = crate::knowledge::agents::voice_for(&ctx.app, &src.id).await?;
     let (kb, _) = crate::knowledge::agents::kb_for(&ctx.app, &voice, &docs).await?;
     let spec = settings::agent_spec(&row, kb);
-    let row = genies::provision_clone(&ctx.app, &src.id, row, &spec).await?;
-    let genie = reload(&ctx.app, &row.id, false).await?;
-    ctx.app
-        .bus
-        .emit(Event::new("genie.created", &row.user_id, genie.clone()));
+    let (row, genie) =
+        genies::provision_clone(&ctx.app, &src.id, row, &spec, renderer(&ctx.app)).await?;
     Ok(Reply::created(json!({"genie": genie}))
         .record(&row.id)
         .summary(format!("cloned genie '{}' as '{}'", src.name, row.name)))

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{load_manageable, reload, reload_updated};
+use super::{load_manageable, reload, renderer};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::error::ApiResult;
 use crate::service::{drift, moving};
@@ -32,8 +32,9 @@ pub(super) async fn check_drift(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Rep
 pub(super) async fn pull(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let g = load_manageable(ctx, &id).await?;
-    let mut out = drift::pull(&ctx.app, ctx.user_id(), &id, &g.user_id).await?;
-    out["genie"] = reload_updated(&ctx.app, &id, &g.user_id).await?;
+    let render = renderer(&ctx.app);
+    let mut out = drift::pull(&ctx.app, ctx.user_id(), &id, &g.user_id, render).await?;
+    out["genie"] = reload(&ctx.app, &id, false).await?;
     let summary = match out["version"].as_i64() {
         Some(v) => format!("pulled genie '{}' from its platform as version {v}", g.name),
         None => format!("pulled genie '{}' from its platform (no change)", g.name),
@@ -54,13 +55,8 @@ pub(super) async fn move_genie(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Repl
     let id = req.uuid()?;
     let body: MoveReq = req.data()?;
     let g = load_manageable(ctx, &id).await?;
-    let moved = moving::move_genie(&ctx.app, &id, body.provider.trim()).await?;
-    let genie = reload(&ctx.app, &id, false).await?;
-    ctx.app.bus.emit(crate::events::Event::new(
-        "genie.updated",
-        &g.user_id,
-        genie.clone(),
-    ));
+    let (moved, genie) =
+        moving::move_genie(&ctx.app, &id, body.provider.trim(), renderer(&ctx.app)).await?;
     let summary = format!(
         "moved genie '{}' from {} to {}",
         g.name,

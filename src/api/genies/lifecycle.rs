@@ -5,12 +5,11 @@ use serde_json::{Value, json};
 
 use super::input::{self, CreateGenie};
 use super::settings;
-use super::{check_group, load_manageable, reload};
+use super::{check_group, load_manageable, renderer};
 use crate::api::{ActionRequest, Ctx, Reply, parse_uuid, parse_value};
 use crate::db;
 use crate::db::genies::GenieRow;
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
 use crate::service::genies;
 use crate::state::AppState;
 
@@ -35,8 +34,7 @@ pub(super) async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             uid
         }
     };
-    let row = create_row(&ctx.app, &owner, &body).await?;
-    let genie = reload(&ctx.app, &row.id, false).await?;
+    let (row, genie) = create_row(&ctx.app, &owner, &body).await?;
     Ok(Reply::created(json!({"genie": genie}))
         .record(&row.id)
         .summary(format!("created genie '{}'", row.name)))
@@ -48,11 +46,15 @@ pub(super) async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 /// action is).
 pub async fn create_genie_for(app: &AppState, owner_id: &str, input: Value) -> ApiResult<Value> {
     let body: CreateGenie = parse_value(&input, "data")?;
-    let row = create_row(app, owner_id, &body).await?;
-    reload(app, &row.id, false).await
+    Ok(create_row(app, owner_id, &body).await?.1)
 }
 
-async fn create_row(app: &AppState, owner: &str, body: &CreateGenie) -> ApiResult<GenieRow> {
+/// The stored row and the full genie (which `genie.created` carries).
+async fn create_row(
+    app: &AppState,
+    owner: &str,
+    body: &CreateGenie,
+) -> ApiResult<(GenieRow, Value)> {
     let mut row = input::new_row(body, db::new_id(), owner.to_string(), db::now())?;
     crate::service::genie_tools::check_addresses(&app.net, "data.tools", &row.tools)?;
     crate::service::genie_tools::check_credentials(app, owner, "data.tools", &row.tools).await?;
@@ -70,11 +72,7 @@ async fn create_row(app: &AppState, owner: &str, body: &CreateGenie) -> ApiResul
             ))
         })?,
     };
-    let row = genies::provision(app, row, &spec, want_phone, provider).await?;
-    let full = reload(app, &row.id, false).await?;
-    app.bus
-        .emit(Event::new("genie.created", &row.user_id, full));
-    Ok(row)
+    genies::provision(app, row, &spec, want_phone, provider, renderer(app)).await
 }
 
 pub(super) async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {

@@ -28,7 +28,6 @@ use super::{Ctx, parse_uuid};
 use crate::db::genies::{self as repo, GenieRow};
 use crate::db::{self, users::Role};
 use crate::error::{ApiError, ApiResult};
-use crate::events::Event;
 use crate::state::AppState;
 
 pub use lifecycle::create_genie_for;
@@ -54,13 +53,15 @@ async fn reload(app: &AppState, id: &str, with_owner: bool) -> ApiResult<Value> 
         .await
 }
 
-/// Reads the full object of a genie the caller just changed and announces the change
-/// (`genie.updated` to its owner); returns the object for the reply.
-async fn reload_updated(app: &AppState, id: &str, owner: &str) -> ApiResult<Value> {
-    let genie = reload(app, id, false).await?;
-    app.bus
-        .emit(Event::new("genie.updated", owner, genie.clone()));
-    Ok(genie)
+/// Renders a genie as the API shows it to its owner, inside the transaction of the change
+/// that the event carrying it (`genie.created`, `genie.updated`) is recorded in.
+fn renderer(app: &AppState) -> crate::service::genies::Render {
+    let (base, chat) = (app.config.public_base(), view::PageChat::of(app));
+    Box::new(move |c, g| {
+        let mut v = full_genie(c, g, false, &base)?;
+        chat.apply(g, &mut v);
+        Ok(v)
+    })
 }
 
 /// The genie's phone numbers.

@@ -4,14 +4,14 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{load_manageable, phones_of, reload_updated};
+use super::{load_manageable, phones_of, renderer};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::config::Secret;
 use crate::db;
 use crate::db::genies::{self as repo, PhoneRow};
 use crate::error::{ApiError, ApiResult};
 use crate::knowledge::agents::{lock_genie, voice_for};
-use crate::service::genies::{cleanup_or_queue, phone_unsupported};
+use crate::service::genies::{self, cleanup_or_queue, phone_unsupported};
 use crate::voice::{ImportedNumber, NumberSource};
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
@@ -186,6 +186,7 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
     let (gid, pnum) = (id.clone(), p.clone());
     let sealed = import.as_ref().map(|n| (n.source.kind(), credentials(n)));
     let app = ctx.app.clone();
+    let render = renderer(&ctx.app);
     let stored = ctx
         .db()
         .write(move |c| {
@@ -203,7 +204,7 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
                 c,
                 &PhoneRow {
                     id: phone_id.clone(),
-                    genie_id: gid,
+                    genie_id: gid.clone(),
                     number: pnum.number,
                     external_id: Some(pnum.external_id),
                     status: "active".into(),
@@ -217,14 +218,19 @@ pub(super) async fn attach_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Re
                     crate::workers::credentials::seal(&key, &phone_id, secret.as_bytes());
                 db::phone_imports::insert(c, &phone_id, kind, &account, &nonce, &ct, &db::now())?;
             }
-            Ok(())
+            genies::announce_updated(c, &gid, render)
         })
         .await;
-    if let Err(e) = stored {
-        cleanup_or_queue(&ctx.app, voice.name(), None, vec![p.external_id]).await;
-        return Err(e);
-    }
-    let genie = reload_updated(&ctx.app, &id, &row.user_id).await?;
+    let genie = match stored {
+        Ok((genie, updated)) => {
+            ctx.app.bus.emit(updated);
+            genie
+        }
+        Err(e) => {
+            cleanup_or_queue(&ctx.app, voice.name(), None, vec![p.external_id]).await;
+            return Err(e);
+        }
+    };
     Ok(Reply::ok(json!({"genie": genie}))
         .record(&id)
         .summary(format!(
@@ -248,15 +254,17 @@ pub(super) async fn release_phone(ctx: &Ctx, req: &ActionRequest) -> ApiResult<R
         }
     }
     let ids: Vec<String> = phones.iter().map(|p| p.id.clone()).collect();
-    ctx.db()
+    let (gid, render) = (id.clone(), renderer(&ctx.app));
+    let (genie, updated) = ctx
+        .db()
         .write(move |c| {
             for pid in &ids {
                 repo::delete_phone(c, pid)?;
             }
-            Ok(())
+            genies::announce_updated(c, &gid, render)
         })
         .await?;
-    let genie = reload_updated(&ctx.app, &id, &row.user_id).await?;
+    ctx.app.bus.emit(updated);
     let numbers: Vec<&str> = phones.iter().map(|p| p.number.as_str()).collect();
     Ok(Reply::ok(json!({"genie": genie}))
         .record(&id)

@@ -4,11 +4,9 @@
 use serde_json::json;
 
 use super::input::{self, UpdateGenie};
-use super::view::{PageChat, full_genie};
-use super::{check_group, load_manageable, reload_updated};
+use super::{check_group, load_manageable, reload, renderer};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::error::ApiResult;
-use crate::events::Event;
 use crate::service::{genie_versions, genies};
 
 pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
@@ -48,24 +46,12 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let mut changes = genies::Changes::edit(edit);
     changes.audit_summary = Some(Box::new(updated_summary));
     // The answer is rendered in the update's own transaction (what was just written, without
-    // a second trip to read it back); its event as `reload_updated` would send it.
-    let (base, chat) = (ctx.app.config.public_base(), PageChat::of(&ctx.app));
-    changes.render = Some(Box::new(move |c, g| {
-        let mut v = full_genie(c, g, false, &base)?;
-        chat.apply(g, &mut v);
-        Ok(v)
-    }));
+    // a second trip to read it back), which records `genie.updated` carrying it.
+    changes.render = Some(renderer(&ctx.app));
     let applied = genies::apply(&ctx.app, ctx.user_id(), &id, changes).await?;
     let genie = match applied.rendered {
-        Some(genie) => {
-            ctx.app.bus.emit(Event::new(
-                "genie.updated",
-                &applied.row.user_id,
-                genie.clone(),
-            ));
-            genie
-        }
-        None => reload_updated(&ctx.app, &id, &applied.row.user_id).await?,
+        Some(genie) => genie,
+        None => reload(&ctx.app, &id, false).await?,
     };
     Ok(Reply::ok(json!({"genie": genie}))
         .record(&id)

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{load_manageable, reload, role};
+use super::{load_manageable, reload, renderer, role};
 use crate::api::{ActionRequest, Ctx, Reply};
 use crate::db::genies as repo;
 use crate::error::{ApiError, ApiResult};
@@ -134,24 +134,21 @@ pub(super) async fn rollback(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply>
         .note
         .filter(|n| !n.trim().is_empty())
         .unwrap_or_else(|| format!("rollback to version {n}"));
-    let applied = genies::apply(
-        &ctx.app,
-        ctx.user_id(),
-        &id,
-        genies::Changes::config(config, note),
-    )
-    .await?;
-    let genie = reload(&ctx.app, &id, false).await?;
-    ctx.app.bus.emit(Event::new(
-        "genie.rolled_back",
-        &applied.row.user_id,
-        json!({"genie_id": id, "to_version": n, "version": applied.version, "by": ctx.user_id()}),
-    ));
-    ctx.app.bus.emit(Event::new(
-        "genie.updated",
-        &applied.row.user_id,
-        genie.clone(),
-    ));
+    let mut changes = genies::Changes::config(config, note);
+    changes.render = Some(renderer(&ctx.app));
+    let (gid, by) = (id.clone(), ctx.user_id().to_string());
+    changes.announce = Some(Box::new(move |g, version| {
+        vec![Event::new(
+            "genie.rolled_back",
+            &g.user_id,
+            json!({"genie_id": gid, "to_version": n, "version": version, "by": by}),
+        )]
+    }));
+    let applied = genies::apply(&ctx.app, ctx.user_id(), &id, changes).await?;
+    let genie = match applied.rendered {
+        Some(genie) => genie,
+        None => reload(&ctx.app, &id, false).await?,
+    };
     Ok(
         Reply::ok(json!({"genie": genie, "version": applied.version}))
             .record(&id)
@@ -198,18 +195,20 @@ pub(super) async fn publish(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> 
     changes.documents = None;
     changes.always_record = false;
     changes.clear_draft = true;
+    changes.render = Some(renderer(&ctx.app));
+    let (gid, by) = (id.clone(), ctx.user_id().to_string());
+    changes.announce = Some(Box::new(move |g, version| {
+        vec![Event::new(
+            "genie.version_published",
+            &g.user_id,
+            json!({"genie_id": gid, "version": version, "by": by}),
+        )]
+    }));
     let applied = genies::apply(&ctx.app, ctx.user_id(), &id, changes).await?;
-    let genie = reload(&ctx.app, &id, false).await?;
-    ctx.app.bus.emit(Event::new(
-        "genie.version_published",
-        &applied.row.user_id,
-        json!({"genie_id": id, "version": applied.version, "by": ctx.user_id()}),
-    ));
-    ctx.app.bus.emit(Event::new(
-        "genie.updated",
-        &applied.row.user_id,
-        genie.clone(),
-    ));
+    let genie = match applied.rendered {
+        Some(genie) => genie,
+        None => reload(&ctx.app, &id, false).await?,
+    };
     Ok(
         Reply::ok(json!({"genie": genie, "version": applied.version}))
             .record(&id)

@@ -12,7 +12,7 @@ use chrono_tz::Tz;
 use serde_json::{Value, json};
 
 use super::hours::{next_open, open_now, parse_hm};
-use super::{PLATFORM_CALL_TIMEOUT_SECS, RETRYABLE, TICK_MAX, call_view, emit, queue_tick, view};
+use super::{PLATFORM_CALL_TIMEOUT_SECS, RETRYABLE, TICK_MAX, call_view, queue_tick, record, view};
 use crate::db::campaigns::{self as repo, Call, Campaign, Target};
 use crate::db::sql::Connection;
 use crate::db::{self, leads};
@@ -58,7 +58,7 @@ struct Fill {
     wake: Option<DateTime<Utc>>,
     /// Targets closed without a call (do_not_call, deleted leads), for the events.
     closed: Vec<(i64, &'static str)>,
-    completed: Option<Value>,
+    completed: Option<crate::events::Recorded>,
 }
 
 /// Claims the due targets a running campaign has room for and marks their calls `dialing`;
@@ -209,7 +209,7 @@ fn fill_tx(
         k.updated_at = now_s;
         k.waiting = None;
         repo::save(c, &k)?;
-        out.completed = Some(view(c, &k)?);
+        out.completed = Some(record(c, "campaign.completed", &view(c, &k)?)?);
         return Ok(out);
     }
     let next_due = next_pending
@@ -297,9 +297,7 @@ async fn fill(app: &AppState, id: &str, seq: Option<i64>) -> ApiResult<Option<Da
         let app2 = app.clone();
         app.tasks.spawn(run_call(app2, d));
     }
-    if let Some(v) = &out.completed {
-        emit(app, "campaign.completed", v);
-    }
+    app.bus.emit_all(out.completed);
     Ok(out.wake)
 }
 
@@ -430,17 +428,19 @@ pub async fn finish(
             }
             let call = repo::get_call(c, &cid)?.expect("call just ended");
             let name = leads::get(c, call.lead_id)?.and_then(|l| l.name);
-            Ok(Some((k, call_view(&call, name.as_deref()))))
+            let v = call_view(&call, name.as_deref());
+            let e = Event::new(
+                "call.completed",
+                &k.user_id,
+                json!({"call": v, "campaign_id": k.id}),
+            );
+            Ok(Some((k, crate::events::record(c, e)?)))
         })
         .await?;
-    let Some((k, v)) = ended else {
+    let Some((k, completed)) = ended else {
         return Ok(());
     };
-    app.bus.emit(Event::new(
-        "call.completed",
-        &k.user_id,
-        json!({"call": v, "campaign_id": k.id}),
-    ));
+    app.bus.emit(completed);
     fill(app, &k.id, None).await?;
     // A slot of the genie's own limit may be what its other campaigns wait for.
     let (gid, kid) = (k.genie_id.clone(), k.id.clone());

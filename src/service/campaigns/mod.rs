@@ -240,11 +240,13 @@ pub async fn start(app: &AppState, id: &str) -> ApiResult<Changed> {
             k.tick_seq += 1;
             repo::save(c, &k)?;
             queue_tick(c, &k, std::time::Duration::ZERO)?;
-            view(c, &k).map_err(ApiError::from)
+            let v = view(c, &k)?;
+            Ok((record(c, "campaign.started", &v)?, v))
         })
         .await?;
     app.wake_jobs();
-    emit(app, "campaign.started", &v);
+    let (started, v) = v;
+    app.bus.emit(started);
     Ok(Changed { campaign: v })
 }
 
@@ -288,21 +290,27 @@ pub async fn transition(app: &AppState, id: &str, action: &str) -> ApiResult<Cha
                 queue_tick(c, &k, std::time::Duration::ZERO)?;
             }
             repo::save(c, &k)?;
-            view(c, &k).map_err(ApiError::from)
+            let v = view(c, &k)?;
+            let kind = match next {
+                "paused" => "campaign.paused",
+                "running" => "campaign.resumed",
+                _ => "campaign.cancelled",
+            };
+            Ok((record(c, kind, &v)?, v))
         })
         .await?;
     app.wake_jobs();
-    let kind = match action {
-        "pause" => "campaign.paused",
-        "resume" => "campaign.resumed",
-        _ => "campaign.cancelled",
-    };
-    emit(app, kind, &v);
+    let (changed, v) = v;
+    app.bus.emit(changed);
     Ok(Changed { campaign: v })
 }
 
-fn emit(app: &AppState, kind: &str, campaign: &Value) {
+/// Records a campaign event carrying its view, in the transaction that changed it.
+fn record(
+    c: &Connection,
+    kind: &str,
+    campaign: &Value,
+) -> rusqlite::Result<crate::events::Recorded> {
     let owner = campaign["user_id"].as_str().unwrap_or_default();
-    app.bus
-        .emit(Event::new(kind, owner, json!({"campaign": campaign})));
+    crate::events::record(c, Event::new(kind, owner, json!({"campaign": campaign})))
 }

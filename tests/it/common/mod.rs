@@ -425,6 +425,18 @@ impl TestApp {
         genied::dispatch::run_due(&self.state).await.expect("jobs")
     }
 
+    /// Raises `event` as the service does: recorded in the outbox in a transaction of its
+    /// own, then emitted, which wakes the dispatcher (webhook fan-out, worker triggers).
+    pub async fn raise(&self, event: genied::events::Event) {
+        let recorded = self
+            .state
+            .db
+            .write(move |c| Ok(genied::events::record(c, event)?))
+            .await
+            .expect("record the event");
+        self.state.bus.emit(recorded);
+    }
+
     /// Counts rows of a table (test assertions on "nothing changed").
     pub async fn count(&self, table: &'static str) -> i64 {
         self.state

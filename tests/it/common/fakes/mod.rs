@@ -9,6 +9,7 @@ pub mod http_api;
 pub mod oidc_issuer;
 pub mod openai;
 pub mod otlp;
+pub mod receivers;
 pub mod retell;
 pub mod smtp;
 pub mod transcripts;
