@@ -621,7 +621,7 @@ async fn a_schedule_changed_on_one_instance_is_followed_by_the_others_within_sec
     // One more marker run after that: had B kept the old schedule, it fired meanwhile.
     until("a second marker run", || {
         let (url, marker) = (url.clone(), marker.clone());
-        async move { runs_due_after(&url, &marker, synced).len() >= 1 }
+        async move { !runs_due_after(&url, &marker, synced).is_empty() }
     })
     .await;
     let late = runs_due_after(&url, &gid, synced - chrono::Duration::seconds(1));
