@@ -16,7 +16,7 @@ use crate::state::AppState;
 pub fn recover(c: &Connection, lease: &Lease) -> rusqlite::Result<usize> {
     let recovered = jobs::recover(c, lease)?;
     bury(c, &recovered.dead)?;
-    let closed = crate::service::campaigns::recover(c)?;
+    let closed = crate::service::campaigns::recover(c, lease)?;
     if closed > 0 {
         tracing::warn!(
             count = closed,
@@ -215,6 +215,11 @@ pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bo
         .is_postgres()
         .then(|| (app.jobs_lease.length / 4).max(Duration::from_millis(250)));
     let mut taken_over: Option<std::time::Instant> = None;
+    // Beside this loop, not in it: a long job here would let the calls' leases run out.
+    let calls = tokio::spawn(crate::service::campaigns::keep_calls(
+        app.clone(),
+        shutdown.clone(),
+    ));
     loop {
         app.worker_beat.beat();
         if let Some(every) = take_over_every
@@ -243,6 +248,7 @@ pub async fn worker(app: AppState, mut shutdown: tokio::sync::watch::Receiver<bo
             _ = shutdown.changed() => {
                 // A clean stop: `admin check` tells it from a stall.
                 write_beat(&app, true).await;
+                let _ = calls.await;
                 return;
             }
         }

@@ -58,7 +58,7 @@ impl Lease {
     }
 
     /// The lease's end if it starts now.
-    fn until(&self) -> String {
+    pub fn until(&self) -> String {
         db::fmt_time(
             chrono::Utc::now() + chrono::Duration::from_std(self.length).unwrap_or_default(),
         )

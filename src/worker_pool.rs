@@ -58,5 +58,9 @@ impl Workers {
 /// The running cron scheduler and the job of each scheduled genie (`workers::scheduler`).
 pub(crate) struct Scheduler {
     pub(crate) sched: JobScheduler,
-    pub(crate) jobs: HashMap<String, Uuid>,
+    /// By genie: its cron job and what it was registered from (schedule and time zone).
+    pub(crate) jobs: HashMap<String, (Uuid, String)>,
+    /// The schedules version (`db::workers::schedules_version`) the jobs were last brought
+    /// in line with; `None` before the first time.
+    pub(crate) version: Option<i64>,
 }

@@ -157,14 +157,27 @@ struct SessionEntry {
 
 impl AuthCache {
     /// The entry for `k` if it was read at the committed epoch. The epoch is read only when
-    /// there is an entry, so unknown callers cost nothing extra.
-    fn get<T: Clone>(db: &Db, map: &RwLock<HashMap<String, Cached<T>>>, k: &str) -> Option<T> {
+    /// there is an entry, so unknown callers cost nothing extra. On PostgreSQL it is read
+    /// through the pool on every use of an entry: another instance may have moved it a
+    /// moment ago, and only a read after that commit sees it (a notification could come
+    /// later than the next request). That read is a one-row primary-key lookup, cheaper
+    /// than reading the key or session with its user (docs/reliability.md).
+    async fn get<T: Clone>(
+        db: &Db,
+        map: &RwLock<HashMap<String, Cached<T>>>,
+        k: &str,
+    ) -> Option<T> {
         let (value, epoch) = {
             let m = map.read().unwrap_or_else(|p| p.into_inner());
             let c = m.get(k)?;
             (c.value.clone(), c.epoch)
         };
-        (db.auth_epoch() == Some(epoch)).then_some(value)
+        let now = if db.is_postgres() {
+            db.read(|c| Ok(db::auth_epoch::committed(c)?)).await.ok()
+        } else {
+            db.auth_epoch()
+        };
+        (now == Some(epoch)).then_some(value)
     }
 
     fn put<T>(map: &RwLock<HashMap<String, Cached<T>>>, k: String, value: T, epoch: i64) {
@@ -197,7 +210,7 @@ pub async fn authenticate(
                 return Err(ApiError::invalid_key_prefix());
             }
             let hash = keys::hash(&key);
-            let entry = match AuthCache::get(db, &cache.keys, &hash) {
+            let entry = match AuthCache::get(db, &cache.keys, &hash).await {
                 Some(e) => e,
                 None => {
                     let h = hash.clone();
@@ -235,7 +248,7 @@ pub async fn authenticate(
             // Keyed by the token's hash, so a cached token skips the signature check too; the
             // map never holds a usable token.
             let token_hash = keys::hash(&token);
-            let entry = match AuthCache::get(db, &cache.sessions, &token_hash) {
+            let entry = match AuthCache::get(db, &cache.sessions, &token_hash).await {
                 Some(e) => e,
                 None => {
                     let claims = sessions::decode(&secrets.jwt_key, &token)?;

@@ -17,6 +17,13 @@ pub fn current(c: &Connection) -> rusqlite::Result<i64> {
     c.prepare_cached(SELECT)?.query_row([], |r| r.get(0))
 }
 
+/// The committed epoch through the facade, on a pooled connection: PostgreSQL's check before
+/// a cached authentication is trusted (`auth::AuthCache`). One primary-key read of a one-row
+/// table in a statement of its own, so it sees every change committed before it began.
+pub fn committed(c: &super::sql::Connection) -> rusqlite::Result<i64> {
+    c.prepare_cached(SELECT)?.query_row([], |r| r.get(0))
+}
+
 /// Read-only connections of their own that answer "what is the epoch now" on the request
 /// path, where a cached authentication is about to be trusted.
 ///

@@ -378,9 +378,16 @@ fn call_row(r: &Row) -> rusqlite::Result<Call> {
     })
 }
 
-pub fn insert_call(c: &Connection, k: &Call) -> rusqlite::Result<()> {
+/// Inserts a call held by instance `owner` until `lease_until` (see [`renew_calls`]).
+pub fn insert_call(
+    c: &Connection,
+    k: &Call,
+    owner: &str,
+    lease_until: &str,
+) -> rusqlite::Result<()> {
     c.prepare_cached(&format!(
-        "INSERT INTO campaign_calls ({CALL_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+        "INSERT INTO campaign_calls ({CALL_COLS}, owner, lease_until)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
     ))?
     .execute(params![
         k.id,
@@ -395,9 +402,39 @@ pub fn insert_call(c: &Connection, k: &Call) -> rusqlite::Result<()> {
         k.conversation_id,
         k.error,
         k.started_at,
-        k.ended_at
+        k.ended_at,
+        owner,
+        lease_until
     ])?;
     Ok(())
+}
+
+/// Extends the lease on every open call instance `owner` holds; returns how many.
+pub fn renew_calls(c: &Connection, owner: &str, lease_until: &str) -> rusqlite::Result<usize> {
+    c.prepare_cached(
+        "UPDATE campaign_calls SET lease_until = ?2 WHERE owner = ?1 AND status <> 'ended'",
+    )?
+    .execute(params![owner, lease_until])
+}
+
+/// Open calls whose instance is gone: every one (`all`: SQLite, one instance, at its start),
+/// or those of no owner (rows from before owners), of `me` (this instance's id from a
+/// previous life: given at start only, since while it runs its own calls are live) or whose
+/// lease ran out before `now`. The same rule as `jobs::Orphans`.
+pub fn orphaned_calls(
+    c: &Connection,
+    all: bool,
+    me: Option<&str>,
+    now: &str,
+) -> rusqlite::Result<Vec<Call>> {
+    c.prepare(&format!(
+        "SELECT {CALL_COLS} FROM campaign_calls
+         WHERE status <> 'ended'
+           AND (?1 = 1 OR owner IS NULL OR owner = ?2 OR lease_until IS NULL OR lease_until < ?3)
+         ORDER BY started_at"
+    ))?
+    .query_map(params![i64::from(all), me, now], call_row)?
+    .collect()
 }
 
 pub fn get_call(c: &Connection, id: &str) -> rusqlite::Result<Option<Call>> {
@@ -452,15 +489,6 @@ pub fn open_calls(c: &Connection, campaign: &str) -> rusqlite::Result<Vec<Call>>
         "SELECT {CALL_COLS} FROM campaign_calls WHERE campaign_id = ?1 AND status <> 'ended' ORDER BY started_at"
     ))?
     .query_map([campaign], call_row)?
-    .collect()
-}
-
-/// Calls not ended yet, of every campaign (recovery at start).
-pub fn all_open_calls(c: &Connection) -> rusqlite::Result<Vec<Call>> {
-    c.prepare(&format!(
-        "SELECT {CALL_COLS} FROM campaign_calls WHERE status <> 'ended' ORDER BY started_at"
-    ))?
-    .query_map([], call_row)?
     .collect()
 }
 

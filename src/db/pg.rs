@@ -484,10 +484,10 @@ impl PgDb {
 
     /// Never known without a read: another instance may have moved the epoch a moment ago,
     /// and a notification of it (LISTEN/NOTIFY) can arrive after the next request, which
-    /// would then be served from a stale cache entry. So on PostgreSQL the auth cache trusts
-    /// nothing and every request reads its key or session, with the epoch, from the
-    /// database: a revocation or role change made on any instance holds for every instance's
-    /// next request, at the price of that read.
+    /// would then be served from a stale cache entry. So on PostgreSQL the auth cache reads
+    /// the epoch through the pool before it trusts an entry (`auth::AuthCache::get`): a
+    /// revocation or role change made on any instance holds for every instance's next
+    /// request, at the price of that one-row read.
     pub fn auth_epoch(&self) -> Option<i64> {
         None
     }

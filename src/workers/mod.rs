@@ -100,6 +100,7 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
     let poll = Duration::from_millis(app.config.job_poll_ms.clamp(10, 1000));
     let mut last_resync = std::time::Instant::now();
     let mut last_sweep = std::time::Instant::now();
+    let mut last_follow = std::time::Instant::now();
     loop {
         claim_and_spawn(&app).await;
         // With PostgreSQL an instance may die with runs in hand and nobody restart it: the
@@ -116,6 +117,11 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
                 Ok(n) => tracing::warn!(count = n, "failed worker runs of an instance that died"),
                 Err(e) => tracing::warn!(error = %e, "looking for worker runs of dead instances"),
             }
+        }
+        // Other instances change schedules too: follow them within seconds.
+        if app.db.is_postgres() && last_follow.elapsed() >= scheduler::FOLLOW_EVERY {
+            last_follow = std::time::Instant::now();
+            scheduler::follow(&app).await;
         }
         // The scheduler fixes a time zone's UTC offset when a job is registered; registering
         // every schedule again each hour follows daylight-saving changes.

@@ -1,8 +1,11 @@
 //! Schedule triggers on tokio-cron-scheduler. Every active genie with `trigger_type`
 //! `schedule` has one cron job; it is registered at start and re-registered on every create,
-//! update and delete (`sync`). A firing job only enqueues a run, keyed by the due time the
-//! schedule computes (not the clock at firing): every instance sharing a database fires for
-//! the same due time, and only the first insert of that (genie, due time) makes a run.
+//! update and delete (`sync`). With PostgreSQL, where other instances change schedules too,
+//! each instance polls the schedules version every [`FOLLOW_EVERY`] and, when it moved,
+//! brings its jobs in line with the table (`follow`). A firing job only enqueues a run, keyed
+//! by the due time the schedule computes (not the clock at firing): every instance sharing a
+//! database fires for the same due time, and only the first insert of that (genie, due time)
+//! makes a run.
 //!
 //! Expressions have 5 fields (minute hour day-of-month month day-of-week) and are read in the
 //! genie's `timezone`. The scheduler library wants a seconds field, so `0 ` is put in front.
@@ -93,25 +96,84 @@ pub async fn start(app: &AppState) -> anyhow::Result<()> {
     *app.workers.scheduler.lock().await = Some(Scheduler {
         sched,
         jobs: HashMap::new(),
+        version: None,
     });
     resync_all(app).await;
     Ok(())
 }
 
-/// Registers every schedule again (see `workers::run`: daylight-saving changes).
+/// How often an instance sharing a PostgreSQL database looks whether another one changed a
+/// schedule (one read of one row).
+pub const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Registers every schedule again (see `workers::run`: daylight-saving changes), and drops
+/// the jobs of genies no longer scheduled.
 pub async fn resync_all(app: &AppState) {
+    resync(app, true).await;
+}
+
+/// Follows the schedule changes other instances made: when the schedules version moved
+/// since this instance last synced, brings its jobs in line with the table (those added,
+/// changed or removed elsewhere). Changes made here were synced at once (`sync`).
+pub async fn follow(app: &AppState) {
+    let known = match app.workers.scheduler.lock().await.as_ref() {
+        Some(s) => s.version,
+        None => return,
+    };
     match app
         .db
-        .read(|c| Ok(db::workers::active_by_trigger(c, "schedule")?))
+        .read(|c| Ok(db::workers::schedules_version(c)?))
         .await
     {
-        Ok(genies) => {
-            for g in genies {
-                sync(app, &g.id).await;
-            }
-        }
-        Err(e) => tracing::error!(error = %e, "reloading worker genie schedules"),
+        Ok(v) if Some(v) == known => {}
+        Ok(_) => resync(app, false).await,
+        Err(e) => tracing::warn!(error = %e, "reading the worker genie schedules version"),
     }
+}
+
+/// Brings the jobs in line with the table: the version and the scheduled genies are read in
+/// one transaction, so a change committed after it moves the version past the one kept.
+/// `force`: register every job again even when unchanged.
+async fn resync(app: &AppState, force: bool) {
+    let read = app
+        .db
+        .read(|c| {
+            Ok((
+                db::workers::schedules_version(c)?,
+                db::workers::active_by_trigger(c, "schedule")?,
+            ))
+        })
+        .await;
+    let (version, genies) = match read {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "reloading worker genie schedules");
+            return;
+        }
+    };
+    let mut guard = app.workers.scheduler.lock().await;
+    let Some(s) = guard.as_mut() else { return };
+    let wanted: HashMap<&str, String> = genies
+        .iter()
+        .map(|g| (g.id.as_str(), fingerprint(g)))
+        .collect();
+    let stale: Vec<String> = s
+        .jobs
+        .iter()
+        .filter(|(id, (_, fp))| force || wanted.get(id.as_str()) != Some(fp))
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in stale {
+        if let Some((job, _)) = s.jobs.remove(&id) {
+            let _ = s.sched.remove(&job).await;
+        }
+    }
+    for g in &genies {
+        if !s.jobs.contains_key(&g.id) {
+            register(app, s, g).await;
+        }
+    }
+    s.version = Some(version);
 }
 
 pub async fn stop(app: &AppState) {
@@ -120,12 +182,21 @@ pub async fn stop(app: &AppState) {
     }
 }
 
+/// What a genie's cron job is made from: a change to it needs the job registered again.
+fn fingerprint(g: &db::workers::WorkerGenie) -> String {
+    format!(
+        "{}\n{}",
+        g.schedule.as_deref().unwrap_or_default(),
+        g.timezone
+    )
+}
+
 /// Brings the cron job of genie `id` in line with its stored record (removed when the genie
 /// is gone, inactive or not scheduled).
 pub async fn sync(app: &AppState, id: &str) {
     let mut guard = app.workers.scheduler.lock().await;
     let Some(s) = guard.as_mut() else { return };
-    if let Some(job) = s.jobs.remove(id) {
+    if let Some((job, _)) = s.jobs.remove(id) {
         let _ = s.sched.remove(&job).await;
     }
     let gid = id.to_string();
@@ -141,6 +212,11 @@ pub async fn sync(app: &AppState, id: &str) {
             return;
         }
     };
+    register(app, s, &genie).await;
+}
+
+/// Adds the cron job of a scheduled `genie` (not registered yet).
+async fn register(app: &AppState, s: &mut Scheduler, genie: &db::workers::WorkerGenie) {
     let Some(expr) = genie.schedule.clone() else {
         return;
     };
@@ -172,7 +248,7 @@ pub async fn sync(app: &AppState, id: &str) {
     match job {
         Ok(job) => match s.sched.add(job).await {
             Ok(uuid) => {
-                s.jobs.insert(genie.id.clone(), uuid);
+                s.jobs.insert(genie.id.clone(), (uuid, fingerprint(genie)));
             }
             Err(e) => {
                 tracing::error!(genie = %genie.id, error = %e, "registering a worker genie schedule")

@@ -1,7 +1,9 @@
 //! The real binary: admin commands print only their result and refuse a data directory that
 //! is not there; `serve` on an empty directory bootstraps an admin who can sign in, without
 //! logging the password; role changes and revocations made by `genied admin` reach a running
-//! service's next request; backups are consistent while serving; every flag has help.
+//! service's next request; backups are consistent while serving; every flag has help. With
+//! `GENIED_TEST_DATABASE=postgres` the binary runs on PostgreSQL (`own_database`), but for
+//! the data-directory checks, which are about the SQLite file.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output};
@@ -38,6 +40,7 @@ fn stdout(o: &Output) -> String {
 #[tokio::test]
 async fn admin_commands_print_only_their_result() {
     let dir = tempfile::tempdir().unwrap();
+    own_database(dir.path());
     let migrate = stdout(&genied(dir.path(), &["migrate"]));
     assert!(
         migrate.lines().all(|l| l.parse::<u32>().is_ok()) && migrate.lines().next() == Some("1"),
@@ -282,6 +285,7 @@ impl Served {
                     "--data-dir",
                 ])
                 .arg(data)
+                .envs(own_database(data))
                 .env_remove("GENIED_DATA_DIR")
                 .stdout(std::fs::File::create(log_to.0).unwrap())
                 .stderr(std::fs::File::create(log_to.1).unwrap()),
@@ -377,6 +381,8 @@ fn refused(o: &Output) -> String {
     err
 }
 
+/// SQLite only, whatever `GENIED_TEST_DATABASE` says: what it checks is how the commands find
+/// (or create) the SQLite file in the data directory.
 #[test]
 fn admin_commands_refuse_a_data_directory_that_is_not_there() {
     let dir = tempfile::tempdir().unwrap();

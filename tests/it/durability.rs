@@ -6,6 +6,9 @@
 //! acknowledged document is there with its stored original, the pipeline finishes them all,
 //! and `admin check` finds no orphaned or missing file.
 //!
+//! With `GENIED_TEST_DATABASE=postgres` the binary runs on a fresh PostgreSQL database of
+//! the test cluster (`common::own_database`), so the kills hit PostgreSQL's commits too.
+//!
 //! Every wait is for a condition with a generous deadline, and each kill comes at a random
 //! moment after every kind of writer has been acknowledged at least twice, so a busy machine
 //! makes the test slower, not flaky. Each `genied` runs under a `Proc` guard: a failing
@@ -36,9 +39,14 @@ fn start(data: &std::path::Path, port: u16) -> Proc {
                 "20",
                 "--session-rate-limit-per-minute",
                 "0",
+                // One instance restarted under one id: on PostgreSQL its start takes back
+                // what its previous life held (jobs, runs), as a SQLite start takes all.
+                "--instance-id",
+                "durability",
             ])
             .arg("--data-dir")
             .arg(data)
+            .envs(crate::common::own_database(data))
             .env("GENIED_LOG_LEVEL", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
@@ -51,7 +59,7 @@ fn cli(data: &std::path::Path, args: &[&str]) -> String {
             .arg("--data-dir")
             .arg(data)
             .args(args)
-            .envs(crate::common::cli_env(data)),
+            .envs(crate::common::own_database(data)),
     );
     assert!(
         out.status.success(),
@@ -68,7 +76,7 @@ fn admin_check(data: &std::path::Path) -> (bool, Value) {
             .arg("--data-dir")
             .arg(data)
             .args(["admin", "check", "--json"])
-            .envs(crate::common::cli_env(data)),
+            .envs(crate::common::own_database(data)),
     );
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
@@ -457,18 +465,17 @@ async fn acknowledged_writes_survive_sigkill() {
     );
     // Worker runs: every acknowledged run is there and ends (runs a dead process left
     // `running` are failed at start; queued ones run); none stays queued or running.
-    let conn = rusqlite::Connection::open(data.join("genied.db")).unwrap();
     let mut runs: std::collections::HashMap<String, String> = Default::default();
     let end = Instant::now() + SETTLE;
     while Instant::now() < end {
-        let mut st = conn
-            .prepare("SELECT id, status FROM worker_runs WHERE worker_genie_id = ?1")
-            .unwrap();
-        runs = st
-            .query_map([&worker], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        runs = crate::common::query(
+            &data,
+            "SELECT id, status FROM worker_runs WHERE worker_genie_id = $1",
+            &[&worker],
+        )
+        .into_iter()
+        .map(|r| (r[0].clone().unwrap(), r[1].clone().unwrap()))
+        .collect();
         if runs.values().all(|s| s != "queued" && s != "running") {
             break;
         }
@@ -491,15 +498,16 @@ async fn acknowledged_writes_survive_sigkill() {
     child.kill();
 
     // No pipeline job is left behind.
-    let left: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM jobs WHERE kind LIKE 'document.%' AND status != 'done'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(left, 0, "document pipeline jobs not done");
-    drop(conn);
+    let left = crate::common::query(
+        &data,
+        "SELECT CAST(COUNT(*) AS TEXT) FROM jobs WHERE kind LIKE 'document.%' AND status != 'done'",
+        &[],
+    );
+    assert_eq!(
+        left[0][0].as_deref(),
+        Some("0"),
+        "document pipeline jobs not done"
+    );
 
     let (ok, report) = admin_check(&data);
     assert!(ok, "{report}");
@@ -687,6 +695,7 @@ async fn sigterm_does_not_wait_for_the_job_backlog() {
             .args(["--allow-private-outbound", "--webhook-timeout-seconds", "1"])
             .arg("--data-dir")
             .arg(&data)
+            .envs(crate::common::own_database(&data))
             .env("GENIED_LOG_LEVEL", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
@@ -714,15 +723,14 @@ async fn sigterm_does_not_wait_for_the_job_backlog() {
     }
     // Every delivery is queued (fan-out runs beside the request) and the first is in hand
     // (the receiver holds it): stop the service now.
-    let conn = rusqlite::Connection::open(data.join("genied.db")).unwrap();
-    let deliveries = || -> i64 {
-        conn.query_row(
-            "SELECT COUNT(*) FROM jobs WHERE kind = ?1",
-            [genied::webhooks::DELIVER_JOB],
-            |r| r.get(0),
-        )
-        .unwrap()
+    let count = |sql: &str| -> i64 {
+        crate::common::query(&data, sql, &[genied::webhooks::DELIVER_JOB])[0][0]
+            .as_deref()
+            .unwrap()
+            .parse()
+            .unwrap()
     };
+    let deliveries = || count("SELECT CAST(COUNT(*) AS TEXT) FROM jobs WHERE kind = $1");
     let end = Instant::now() + DEADLINE;
     while deliveries() < EVENTS as i64 || seen.load(Ordering::SeqCst) == 0 {
         assert!(
@@ -742,13 +750,8 @@ async fn sigterm_does_not_wait_for_the_job_backlog() {
         "{delivered} delivery attempts reached the receiver ({EVENTS} queued): shutdown drained the backlog"
     );
     // The rest are still queued for the next start, none lost.
-    let queued: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM jobs WHERE kind = ?1 AND status = 'pending'",
-            [genied::webhooks::DELIVER_JOB],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let queued =
+        count("SELECT CAST(COUNT(*) AS TEXT) FROM jobs WHERE kind = $1 AND status = 'pending'");
     assert_eq!(
         queued as usize, EVENTS,
         "every delivery (the timed-out one for its retry) waits for the next start"

@@ -548,7 +548,8 @@ fn genied(data: &std::path::Path, args: &[&str]) -> std::process::Output {
         Command::new(env!("CARGO_BIN_EXE_genied"))
             .arg("--data-dir")
             .arg(data)
-            .args(args),
+            .args(args)
+            .envs(crate::common::own_database(data)),
     )
 }
 
@@ -559,8 +560,12 @@ fn start(data: &std::path::Path, port: u16) -> Proc {
         Command::new(env!("CARGO_BIN_EXE_genied"))
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(["--allow-private-outbound", "--job-poll-ms", "20"])
+            // One instance, restarted under the same id: on PostgreSQL too its start takes
+            // back the job its previous life was running, as a SQLite start takes back all.
+            .args(["--instance-id", "crash-test"])
             .arg("--data-dir")
             .arg(data)
+            .envs(crate::common::own_database(data))
             .env("GENIED_LOG_LEVEL", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
@@ -578,20 +583,23 @@ async fn wait_until<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
     }
 }
 
-/// The job row of the document, read from the binary's own database.
+/// The job row of the document, read from the binary's own database (either engine).
 fn job_row(data: &std::path::Path) -> Option<(String, i64, i64, Option<String>)> {
-    let c = rusqlite::Connection::open_with_flags(
-        data.join("genied.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    let row = crate::common::query(
+        data,
+        "SELECT status, CAST(attempts AS TEXT), CAST(crash_retries AS TEXT), last_error
+         FROM jobs WHERE kind = 'document.extract'",
+        &[],
     )
-    .ok()?;
-    c.busy_timeout(Duration::from_secs(5)).ok()?;
-    c.query_row(
-        "SELECT status, attempts, crash_retries, last_error FROM jobs WHERE kind = 'document.extract'",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-    )
-    .ok()
+    .into_iter()
+    .next()?;
+    let int = |v: &Option<String>| v.as_deref().and_then(|s| s.parse().ok());
+    Some((
+        row[0].clone()?,
+        int(&row[1])?,
+        int(&row[2])?,
+        row[3].clone(),
+    ))
 }
 
 fn admin_check(data: &std::path::Path) -> (bool, Value) {

@@ -1,6 +1,7 @@
 //! Secrets never leak: marker passwords, API keys and signing secrets are created, the service
 //! is used at debug log level, and then every later response, every log line and the raw
-//! database files are scanned for the markers.
+//! database files are scanned for the markers (with `GENIED_TEST_DATABASE=postgres`, the
+//! PostgreSQL database's files in the test cluster).
 
 use std::process::Command;
 
@@ -14,7 +15,8 @@ fn cli(data: &std::path::Path, args: &[&str]) -> String {
         Command::new(env!("CARGO_BIN_EXE_genied"))
             .arg("--data-dir")
             .arg(data)
-            .args(args),
+            .args(args)
+            .envs(crate::common::own_database(data)),
     );
     assert!(
         out.status.success(),
@@ -74,6 +76,7 @@ async fn markers_appear_nowhere_after_creation() {
             .args(["--llm-api-key", "llm-MARKER-b3f1"])
             .arg("--data-dir")
             .arg(&data)
+            .envs(crate::common::own_database(&data))
             .stdout(log.try_clone().unwrap())
             .stderr(log),
     );
@@ -175,7 +178,13 @@ async fn markers_appear_nowhere_after_creation() {
     assert!(logs.contains("listening"), "the log was not captured");
     let mut scanned = vec![];
     files(&data, &mut scanned);
-    assert!(scanned.iter().any(|p| p.ends_with("genied.db")));
+    // With PostgreSQL the records are the database's files in the cluster (after a
+    // CHECKPOINT), scanned besides the data directory.
+    let pg = crate::common::cli_env(&data)
+        .into_iter()
+        .next()
+        .map(|(_, url)| crate::common::postgres::stored_bytes(&url));
+    assert!(pg.is_some() || scanned.iter().any(|p| p.ends_with("genied.db")));
     for m in markers {
         assert!(!logs.contains(m), "a log line contains a secret");
         for f in &scanned {
@@ -184,6 +193,12 @@ async fn markers_appear_nowhere_after_creation() {
                 !bytes.windows(m.len()).any(|w| w == m.as_bytes()),
                 "{} contains a secret in plaintext",
                 f.display()
+            );
+        }
+        if let Some(bytes) = &pg {
+            assert!(
+                !bytes.windows(m.len()).any(|w| w == m.as_bytes()),
+                "the PostgreSQL database's files contain a secret in plaintext"
             );
         }
     }

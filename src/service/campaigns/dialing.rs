@@ -18,6 +18,7 @@ use crate::db::sql::Connection;
 use crate::db::{self, leads};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::jobs::Lease;
 use crate::service::campaign_calls::Dial;
 use crate::state::AppState;
 
@@ -70,6 +71,7 @@ fn fill_tx(
     seq: Option<i64>,
     now: DateTime<Utc>,
     default_provider: &str,
+    lease: &Lease,
 ) -> ApiResult<Fill> {
     let mut out = Fill {
         dials: Vec::new(),
@@ -192,7 +194,7 @@ fn fill_tx(
                 started_at: now_s.clone(),
                 ended_at: None,
             };
-            repo::insert_call(c, &call)?;
+            repo::insert_call(c, &call, &lease.owner, &lease.until())?;
             crate::service::calls::record_start(c, &call.id, &k.genie_id, Some(&k.id), now)?;
             repo::set_target(c, id, t.lead_id, "calling", call.attempt, &now_s, None)?;
             out.dials.push(Dial {
@@ -289,9 +291,10 @@ fn fill_tx(
 /// Returns when the campaign next needs a look.
 async fn fill(app: &AppState, id: &str, seq: Option<i64>) -> ApiResult<Option<DateTime<Utc>>> {
     let (id2, default) = (id.to_string(), app.voice.default().name());
+    let lease = app.jobs_lease.clone();
     let out = app
         .db
-        .write(move |c| fill_tx(c, &id2, seq, Utc::now(), default))
+        .write(move |c| fill_tx(c, &id2, seq, Utc::now(), default, &lease))
         .await?;
     for d in out.dials {
         let app2 = app.clone();
@@ -500,10 +503,30 @@ pub async fn provider_outcome(
 
 /// At start, before the job worker: closes the calls a stopped process left `dialing` (it
 /// may have placed them, so they are never placed again) and local simulations it left in
-/// progress. Platform calls in progress keep waiting for their end-of-call event.
-pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
-    let mut n = 0;
-    for call in repo::all_open_calls(c)? {
+/// progress. Platform calls in progress keep waiting for their end-of-call event. With
+/// SQLite (one instance) that is every such call; with PostgreSQL only those of no owner,
+/// of this instance's own id (a previous life) or whose lease ran out: the calls of another
+/// live instance go on.
+pub fn recover(c: &Connection, lease: &Lease) -> rusqlite::Result<usize> {
+    let orphans = repo::orphaned_calls(c, !c.is_postgres(), Some(&lease.owner), &db::now())?;
+    let (n, _) = close_orphans(c, orphans)?;
+    // Each running campaign gets a fresh tick chain now (the old one may be waiting up to
+    // TICK_MAX), retiring the old chain so chains never multiply across restarts.
+    for id in repo::ids_in_state(c, "running")? {
+        if let Some(mut k) = repo::get(c, &id)? {
+            k.tick_seq += 1;
+            repo::save(c, &k)?;
+            queue_tick(c, &k, std::time::Duration::ZERO)?;
+        }
+    }
+    Ok(n)
+}
+
+/// Closes the calls of `orphans` that their dead instance may have been placing (see
+/// `recover`); returns how many, and their campaigns.
+fn close_orphans(c: &Connection, orphans: Vec<Call>) -> rusqlite::Result<(usize, Vec<String>)> {
+    let (mut n, mut campaigns) = (0, Vec::new());
+    for call in orphans {
         if call.status == "in_progress" && call.provider != "local" {
             continue;
         }
@@ -517,18 +540,56 @@ pub fn recover(c: &Connection) -> rusqlite::Result<usize> {
         };
         if close_call(c, &k, &call, "failed", None, Some(why), Utc::now())? {
             n += 1;
+            if !campaigns.contains(&k.id) {
+                campaigns.push(k.id);
+            }
         }
     }
-    // Each running campaign gets a fresh tick chain now (the old one may be waiting up to
-    // TICK_MAX), retiring the old chain so chains never multiply across restarts.
-    for id in repo::ids_in_state(c, "running")? {
-        if let Some(mut k) = repo::get(c, &id)? {
-            k.tick_seq += 1;
-            repo::save(c, &k)?;
-            queue_tick(c, &k, std::time::Duration::ZERO)?;
+    Ok((n, campaigns))
+}
+
+/// While the service runs with PostgreSQL (where other instances share the calls): renews
+/// the lease on the calls this instance holds every third of a lease, and closes the calls
+/// of instances whose lease ran out (they died while placing them), then fills the slots
+/// that frees. With SQLite, one instance closed every open call at its start and no other
+/// instance can hold one, so nothing runs.
+pub async fn keep_calls(app: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+    if !app.db.is_postgres() {
+        return;
+    }
+    let every = app.jobs_lease.renew_every();
+    loop {
+        let lease = app.jobs_lease.clone();
+        let res = app
+            .db
+            .write(move |c| {
+                repo::renew_calls(c, &lease.owner, &lease.until())?;
+                let orphans = repo::orphaned_calls(c, false, None, &db::now())?;
+                Ok(close_orphans(c, orphans)?)
+            })
+            .await;
+        match res {
+            Ok((0, _)) => {}
+            Ok((n, campaigns)) => {
+                tracing::warn!(
+                    count = n,
+                    "closed campaign calls of an instance whose lease ran out (never placed again)"
+                );
+                for id in campaigns {
+                    if let Err(e) = fill(&app, &id, None).await {
+                        tracing::warn!(error = %e, campaign = %id, "filling a campaign after closing a dead instance's calls");
+                    }
+                }
+            }
+            // The lease may run out meanwhile; then another instance closes these calls as
+            // a dead instance's, and their ends here are dropped (`close_call` ends a call once).
+            Err(e) => tracing::warn!(error = %e, "could not renew the lease on campaign calls"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => return,
         }
     }
-    Ok(n)
 }
 
 /// Records the outcome of a platform's end-of-call event when the call was a campaign's.

@@ -31,7 +31,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 use crate::state::AppState;
 
-pub use dialing::{finish, platform_call_ended, provider_outcome, recover, tick_job};
+pub use dialing::{finish, keep_calls, platform_call_ended, provider_outcome, recover, tick_job};
 pub use hours::{next_open, normalize_phone, parse_hm};
 
 /// Job kind that moves a running campaign along.

@@ -154,6 +154,55 @@ pub fn cli_env(data_dir: &std::path::Path) -> Vec<(&'static str, String)> {
         .unwrap_or_default()
 }
 
+/// For a test that runs the real binary on a data directory of its own (not a `TestApp`'s):
+/// with `GENIED_TEST_DATABASE=postgres` a fresh database of the test cluster for that
+/// directory, made on the first call and the same on every later one, so `serve`, `migrate`
+/// and `admin` run there on PostgreSQL as the in-process apps do; with SQLite nothing (the
+/// directory holds the database). Returns the environment to give each such command.
+pub fn own_database(data_dir: &std::path::Path) -> Vec<(&'static str, String)> {
+    let known = DATABASES.lock().unwrap().contains_key(data_dir);
+    if postgres::enabled() && !known {
+        let url = postgres::database();
+        DATABASES
+            .lock()
+            .unwrap()
+            .insert(data_dir.to_path_buf(), url);
+    }
+    cli_env(data_dir)
+}
+
+/// Rows of `sql` (`$1`… text parameters; every column read as text, so cast non-text ones
+/// with `CAST(… AS TEXT)`) on the records of `data_dir`: its PostgreSQL database when it has
+/// one (`own_database`, `test_config`), else its SQLite file. For checks below the API in
+/// tests that run on either engine.
+pub fn query(data_dir: &std::path::Path, sql: &str, params: &[&str]) -> Vec<Vec<Option<String>>> {
+    let url = DATABASES.lock().unwrap().get(data_dir).cloned();
+    if let Some(url) = url {
+        return postgres::query(&url, sql, params);
+    }
+    let c = rusqlite::Connection::open(data_dir.join("genied.db")).expect("the database file");
+    let mut st = c.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let n = st.column_count();
+    st.query_map(rusqlite::params_from_iter(params), |r| {
+        (0..n)
+            .map(|i| {
+                use rusqlite::types::ValueRef;
+                Ok(match r.get_ref(i)? {
+                    ValueRef::Null => None,
+                    ValueRef::Integer(v) => Some(v.to_string()),
+                    ValueRef::Real(v) => Some(v.to_string()),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Some(String::from_utf8_lossy(t).into_owned())
+                    }
+                })
+            })
+            .collect()
+    })
+    .unwrap()
+    .collect::<rusqlite::Result<_>>()
+    .unwrap()
+}
+
 /// Every byte the app's records occupy at rest: SQLite's file and its WAL, or the files of
 /// its PostgreSQL database (`postgres::stored_bytes`); for "no secret in plaintext" checks.
 pub fn stored_bytes(app: &TestApp) -> Vec<u8> {

@@ -102,6 +102,29 @@ pub fn execute(url: &str, sql: &str, params: &[&str]) -> u64 {
     .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
+/// Rows of a query with text parameters on the database at `url` from a connection of its
+/// own, every column read as text (cast the others in the query).
+pub fn query(url: &str, sql: &str, params: &[&str]) -> Vec<Vec<Option<String>>> {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+    std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as _).collect();
+        c.query(sql.as_str(), &refs)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| r.get::<_, Option<String>>(i))
+                    .collect()
+            })
+            .collect()
+    })
+    .join()
+    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
 /// A session of its own on the database at `url` holding `key` as an advisory lock until
 /// the returned guard is dropped (what another instance's long write would do).
 pub struct HeldLock {
