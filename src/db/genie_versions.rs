@@ -126,20 +126,44 @@ fn text_of(c: &Connection, genie_id: &str, version: i64) -> rusqlite::Result<Opt
         .map_err(corrupt)
 }
 
-fn parse(text: &str) -> rusqlite::Result<Value> {
+/// A stored configuration's text as JSON (an error names it corrupt).
+pub fn parse(text: &str) -> rusqlite::Result<Value> {
     serde_json::from_str(text).map_err(corrupt)
 }
 
 /// The newest version number and its configuration.
 pub fn latest(c: &Connection, genie_id: &str) -> rusqlite::Result<Option<(i64, Value)>> {
+    match latest_text(c, genie_id)? {
+        Some((v, t)) => Ok(Some((v, parse(&t)?))),
+        None => Ok(None),
+    }
+}
+
+/// The newest version number and its configuration's text, for [`insert_after`].
+pub fn latest_text(c: &Connection, genie_id: &str) -> rusqlite::Result<Option<(i64, String)>> {
     let newest: Option<i64> = c
         .prepare_cached("SELECT MAX(version) FROM genie_versions WHERE genie_id = ?1")?
         .query_row([genie_id], |r| r.get(0))?;
     let Some(v) = newest else { return Ok(None) };
-    match text_of(c, genie_id, v)? {
-        Some(t) => Ok(Some((v, parse(&t)?))),
-        None => Ok(None),
-    }
+    Ok(text_of(c, genie_id, v)?.map(|t| (v, t)))
+}
+
+/// [`insert`] after `newest`, the genie's newest version and its text as [`latest_text`]
+/// just read them in this transaction: the same row, without replaying the stored edits a
+/// second time (a genie update read the newest version twice).
+pub fn insert_after(
+    c: &Connection,
+    genie_id: &str,
+    newest: (i64, &str),
+    config: &Value,
+    created_by: Option<&str>,
+    summary: &str,
+    at: &str,
+) -> rusqlite::Result<i64> {
+    let (prev, text) = newest;
+    let next = prev + 1;
+    let prev = (prev % SNAPSHOT_EVERY != 0).then_some(text);
+    store(c, genie_id, next, prev, config, created_by, summary, at)
 }
 
 /// Appends a version; returns its number (one past the newest).
@@ -161,7 +185,31 @@ pub fn insert(
     } else {
         text_of(c, genie_id, next - 1)?
     };
-    let blob = pack(&config.to_string(), prev.as_deref())?;
+    store(
+        c,
+        genie_id,
+        next,
+        prev.as_deref(),
+        config,
+        created_by,
+        summary,
+        at,
+    )
+}
+
+/// Stores version `next`, whole or as its edit from `prev` (the text of the version before).
+#[allow(clippy::too_many_arguments)]
+fn store(
+    c: &Connection,
+    genie_id: &str,
+    next: i64,
+    prev: Option<&str>,
+    config: &Value,
+    created_by: Option<&str>,
+    summary: &str,
+    at: &str,
+) -> rusqlite::Result<i64> {
+    let blob = pack(&config.to_string(), prev)?;
     c.prepare_cached(
         "INSERT INTO genie_versions (genie_id, version, config, created_by, created_at, summary)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

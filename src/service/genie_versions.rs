@@ -224,8 +224,10 @@ pub fn record(
     always: bool,
 ) -> ApiResult<Option<i64>> {
     let at = db::now();
-    let latest = match store::latest(c, genie_id)? {
-        Some((_, cfg)) => Some(cfg),
+    // Its text kept for the insert below, which stores the new version as an edit of it.
+    let newest = store::latest_text(c, genie_id)?;
+    let latest = match &newest {
+        Some((_, text)) => Some(store::parse(text)?),
         None => match before {
             Some(b) if b != after => {
                 store::insert(c, genie_id, b, by, "configuration before versioning", &at)?;
@@ -242,7 +244,11 @@ pub fn record(
         (_, None) => "created".to_string(),
         (_, Some(l)) => describe(l, after),
     };
-    Ok(Some(store::insert(c, genie_id, after, by, &summary, &at)?))
+    let version = match &newest {
+        Some((v, text)) => store::insert_after(c, genie_id, (*v, text), after, by, &summary, &at)?,
+        None => store::insert(c, genie_id, after, by, &summary, &at)?,
+    };
+    Ok(Some(version))
 }
 
 /// The genie's configuration as stored now (inside a transaction), for [`record`]'s

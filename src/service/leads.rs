@@ -201,9 +201,13 @@ const SEARCH_BATCH: i64 = 1000;
 /// Indexes new and renamed leads for search in batches, half a second apart, until `stop`
 /// (see migration V11: a lead create no longer writes the search index itself). Searches
 /// find pending leads all the same, so how far behind this runs changes only their cost.
+///
+/// A backlog is worked off batch after batch, and `stop` is looked at before each: a stop
+/// waits for the batch in hand only, never for the backlog (a million pending leads kept a
+/// stopping `serve` busy for over ten minutes). What is left is indexed after the next start.
 pub async fn search_indexer(app: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
     loop {
-        loop {
+        while !*stop.borrow() {
             match app.db.read(|c| Ok(repo::search_pending(c)?)).await {
                 Ok(true) => {}
                 Ok(false) => break,

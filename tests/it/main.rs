@@ -50,6 +50,7 @@ mod public_page;
 mod qr_codes;
 mod rate_limit;
 mod secrets;
+mod shutdown;
 mod slow_clients;
 mod ssrf;
 mod teams;
