@@ -104,7 +104,13 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         name: "lead_activities",
-        from: "lead_activities",
+        // The stored entries and each lead's "created" entry, kept on the lead row.
+        from: concat!(
+            "(SELECT id, lead_id, user_id, type, description, metadata, created_at
+              FROM lead_activities UNION ALL ",
+            crate::db::leads::created_entry_sql!(),
+            ") lead_activities"
+        ),
         columns: &[
             "id",
             "lead_id",
