@@ -8,7 +8,8 @@ each create.
 The schema is the real one: `genied migrate` makes the database. The writes replay, with
 Python's sqlite3, the statements one `leads create` runs (db::leads::insert, db::leads::log
 and the audit row of db::activities::insert in one transaction, as service::leads::create
-does; SEPARATE_AUDIT=1: the audit row in a second one, as before), and the search indexer's batch every 500 creates (when the schema has one), with
+does; SEPARATE_AUDIT=1: the audit row in a second one, as before; since V36 the lead's "created"
+log entry is two columns of its row, not a lead_activities row), and the search indexer's batch every 500 creates (when the schema has one), with
 the service's pragmas and no automatic checkpoint, so that the WAL of 1,000 creates at steady
 state can be measured. Typical lead: name, email, phone, status, priority.
 It prints figures; it never fails on them.
@@ -42,15 +43,28 @@ def create(i):
     fn, ln = random.choice(first), random.choice(last)
     ts = (t0 + datetime.timedelta(seconds=i * 7)).isoformat(timespec='milliseconds') + 'Z'
     c.execute('BEGIN IMMEDIATE')
-    lead = c.execute(
-        'INSERT INTO leads (agent_id, user_id, name, email, phone, status, priority, created_at, updated_at)'
-        ' VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        (genie, user, f'{fn} {ln}', f'{fn.lower()}.{ln.lower()}{i}@example.com', f'+1555{i:07d}', 'new', 'medium', ts, ts),
-    ).lastrowid
-    c.execute(
-        'INSERT INTO lead_activities (lead_id, user_id, type, description, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-        (lead, user, 'created', 'Lead created', None, ts),
-    )
+    values = (genie, user, f'{fn} {ln}', f'{fn.lower()}.{ln.lower()}{i}@example.com', f'+1555{i:07d}', 'new', 'medium', ts, ts)
+    if created_on_row:
+        # Since V36 the "created" log entry is two columns of the lead row: its id, taken from
+        # lead_activities' sequence (db::leads::next_activity_id), and who created the lead.
+        entry = c.execute("UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'lead_activities' RETURNING seq").fetchone()
+        if entry is None:
+            entry = c.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('lead_activities', 1) RETURNING seq").fetchone()
+        lead = c.execute(
+            'INSERT INTO leads (agent_id, user_id, name, email, phone, status, priority, created_at, updated_at,'
+            ' created_log_id, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            values + (entry[0], user),
+        ).lastrowid
+    else:
+        lead = c.execute(
+            'INSERT INTO leads (agent_id, user_id, name, email, phone, status, priority, created_at, updated_at)'
+            ' VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            values,
+        ).lastrowid
+        c.execute(
+            'INSERT INTO lead_activities (lead_id, user_id, type, description, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+            (lead, user, 'created', 'Lead created', None, ts),
+        )
     if SEPARATE_AUDIT:
         c.execute('COMMIT')
         c.execute('BEGIN IMMEDIATE')
@@ -62,6 +76,7 @@ def create(i):
 
 
 pending = c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'leads_search_pending'").fetchone()
+created_on_row = any(r[1] == 'created_log_id' for r in c.execute('PRAGMA table_info(leads)'))
 
 
 def index_pending():

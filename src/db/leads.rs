@@ -548,10 +548,52 @@ pub fn log(
     )
 }
 
-/// Most recent first.
+/// The lead's "created" entry as it reads from the lead row (`created_log_id`, `created_by`;
+/// migration V36): the same columns as `ACT_COLS`, so it unions with the stored entries.
+macro_rules! created_entry_sql {
+    () => {
+        "SELECT ce.created_log_id AS id, ce.id AS lead_id, ce.created_by AS user_id,
+         'created' AS type, 'Lead created' AS description, NULL AS metadata, ce.created_at
+         FROM leads ce WHERE ce.created_log_id IS NOT NULL"
+    };
+}
+pub(crate) use created_entry_sql;
+pub const CREATED_ENTRY: &str = created_entry_sql!();
+
+/// The id a lead's "created" entry answers with: the next of `lead_activities`' own ids, so
+/// that it orders among the lead's other entries as a stored one would, and no stored entry
+/// ever gets it (SQLite's AUTOINCREMENT never hands out an id below `sqlite_sequence`).
+pub fn next_activity_id(c: &Connection) -> rusqlite::Result<i64> {
+    if c.is_postgres() {
+        return c
+            .prepare_cached("SELECT nextval(pg_get_serial_sequence('lead_activities', 'id'))")?
+            .query_row([], |r| r.get(0));
+    }
+    let bumped: Option<i64> = c
+        .prepare_cached(
+            "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'lead_activities' RETURNING seq",
+        )?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    match bumped {
+        Some(id) => Ok(id),
+        // No entry was ever stored: the table's first id.
+        None => c
+            .prepare_cached(
+                "INSERT INTO sqlite_sequence (name, seq)
+                 SELECT 'lead_activities', COALESCE(MAX(id), 0) + 1 FROM lead_activities
+                 RETURNING seq",
+            )?
+            .query_row([], |r| r.get(0)),
+    }
+}
+
+/// Most recent first: the stored entries and the lead's "created" entry.
 pub fn logs(c: &Connection, lead_id: i64, limit: i64) -> rusqlite::Result<Vec<Activity>> {
     let mut st = c.prepare_cached(&format!(
-        "SELECT {ACT_COLS} FROM lead_activities WHERE lead_id = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
+        "SELECT {ACT_COLS} FROM lead_activities WHERE lead_id = ?1
+         UNION ALL {CREATED_ENTRY} AND ce.id = ?1
+         ORDER BY created_at DESC, id DESC LIMIT ?2"
     ))?;
     st.query_map(params![lead_id, limit], activity_row)?
         .collect()

@@ -104,7 +104,19 @@ pub const TABLES: &[Table] = &[
     },
     Table {
         name: "lead_activities",
-        from: "lead_activities",
+        // The stored entries and each lead's "created" entry, kept on the lead row. Each arm
+        // is limited to the owner's leads too: SQLite does not push the outer `IN (SELECT ..)`
+        // into a UNION ALL, and would read every lead and every entry of every user.
+        from: concat!(
+            "(SELECT id, lead_id, user_id, type, description, metadata, created_at
+              FROM lead_activities WHERE lead_id IN (SELECT id FROM leads WHERE
+                (user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1)))
+              UNION ALL ",
+            crate::db::leads::created_entry_sql!(),
+            " AND ce.id IN (SELECT id FROM leads WHERE
+                (user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1)))
+             ) lead_activities"
+        ),
         columns: &[
             "id",
             "lead_id",

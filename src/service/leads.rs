@@ -96,15 +96,10 @@ pub async fn create(
                 .unwrap_or_else(|| p.user_id.clone());
             fields.push(("agent_id", agent_id.into()));
             fields.push(("user_id", user_id.into()));
+            // The "created" log entry lives on the row (db::leads::CREATED_ENTRY).
+            fields.push(("created_log_id", repo::next_activity_id(c)?.into()));
+            fields.push(("created_by", p.user_id.clone().into()));
             let lead = repo::insert_returning(c, &fields, &agent)?;
-            repo::log(
-                c,
-                lead.id,
-                Some(&p.user_id),
-                "created",
-                Some("Lead created"),
-                None,
-            )?;
             if let Some(a) = audit {
                 a.insert(c, Some(&lead.id.to_string()), &created_summary(&lead))?;
             }

@@ -26,6 +26,10 @@ pub async fn sql(app: &TestApp, stmt: &str) {
         .unwrap();
 }
 
+/// Every lead log entry: the stored ones and the "created" entries kept on lead rows.
+const LOG_ENTRIES: &str = "(SELECT id FROM lead_activities
+    UNION ALL SELECT created_log_id FROM leads WHERE created_log_id IS NOT NULL) e";
+
 pub async fn new_lead(app: &TestApp, user: &User, data: Value) -> Value {
     app.call(&user.token, "leads", "create", None, data)
         .await
@@ -116,8 +120,8 @@ async fn create_returns_the_full_lead_object() {
         )
         .await;
     assert_eq!(got.ok(200)["lead"], *lead);
-    // A "created" activity was written.
-    assert_eq!(app.count("lead_activities").await, 2);
+    // A "created" activity was written (on the lead row).
+    assert_eq!(app.count(LOG_ENTRIES).await, 2);
 }
 
 #[tokio::test]
@@ -424,7 +428,7 @@ async fn get_update_delete_and_access() {
         .await
         .err(404, "NOT_FOUND");
     assert_eq!(
-        app.count("lead_activities").await,
+        app.count(LOG_ENTRIES).await,
         0,
         "activities go with the lead"
     );
@@ -520,7 +524,7 @@ async fn log_and_get_logs_most_recent_first_with_limit() {
     app.call(&u.token, "leads", "getLogs", Some(json!(777)), json!({}))
         .await
         .err(404, "NOT_FOUND");
-    assert_eq!(app.count("lead_activities").await, 6);
+    assert_eq!(app.count(LOG_ENTRIES).await, 6);
 }
 
 #[tokio::test]
@@ -1185,4 +1189,156 @@ async fn search_matches_the_whole_term_not_its_trigrams_apart() {
         })
         .await
         .expect("the search index matches the leads table");
+}
+
+async fn logs_of(app: &TestApp, u: &User, id: i64) -> Value {
+    app.call(&u.token, "leads", "getLogs", Some(json!(id)), json!({}))
+        .await
+        .ok(200)["activities"]
+        .clone()
+}
+
+/// The "created" entry is kept on the lead row (created_log_id, created_by) and answered as a
+/// stored one was: its id from the log's own sequence, the creator (not the lead's user), the
+/// lead's time; a database with stored entries answers the same after the migration that
+/// folds them (SQLite: the test puts the previous schema back and migrates again).
+#[tokio::test]
+async fn the_created_entry_answers_from_the_lead_row_and_survives_its_migration() {
+    let app = TestApp::spawn().await;
+    let (u, admin) = (app.standard().await, app.admin().await);
+    let g = insert_genie(&app, &u, "G").await;
+    let l1 = new_lead(&app, &u, json!({"agent_id": g, "name": "One"})).await;
+    let id1 = l1["id"].as_i64().unwrap();
+    for i in 0..2 {
+        app.call(
+            &u.token,
+            "leads",
+            "log",
+            Some(json!(id1)),
+            json!({"type": "call", "description": format!("call {i}")}),
+        )
+        .await
+        .ok(201);
+    }
+    // An admin creates under u's genie: the lead is u's, its creator the admin.
+    let l2 = new_lead(&app, &admin, json!({"agent_id": g, "name": "Two"})).await;
+    let id2 = l2["id"].as_i64().unwrap();
+    assert_eq!(l2["user_id"], json!(u.id));
+    let l3 = new_lead(&app, &u, json!({"agent_id": g, "name": "Three"})).await;
+    let id3 = l3["id"].as_i64().unwrap();
+    let logged = app
+        .call(
+            &u.token,
+            "leads",
+            "log",
+            Some(json!(id3)),
+            json!({"type": "note"}),
+        )
+        .await
+        .ok(201)["activity"]
+        .clone();
+
+    let before = [
+        logs_of(&app, &u, id1).await,
+        logs_of(&app, &u, id2).await,
+        logs_of(&app, &u, id3).await,
+    ];
+    let created = |logs: &Value| logs.as_array().unwrap().last().unwrap().clone();
+    for (logs, lead, by) in [
+        (&before[0], &l1, &u.id),
+        (&before[1], &l2, &admin.id),
+        (&before[2], &l3, &u.id),
+    ] {
+        let c = created(logs);
+        let keys: Vec<&String> = c.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "created_at",
+                "description",
+                "id",
+                "lead_id",
+                "metadata",
+                "type",
+                "user_id"
+            ]
+        );
+        assert_eq!(c["type"], json!("created"));
+        assert_eq!(c["description"], json!("Lead created"));
+        assert_eq!(c["metadata"], Value::Null);
+        assert_eq!(c["lead_id"], lead["id"]);
+        assert_eq!(c["user_id"], json!(by));
+        assert_eq!(c["created_at"], lead["created_at"]);
+    }
+    // Ids come from the log's one sequence, in the order things happened: each lead's
+    // "created" entry precedes its later entries, and the next lead's follows them.
+    let id_of = |v: &Value| v["id"].as_i64().unwrap();
+    let l1_logs = before[0].as_array().unwrap();
+    assert!(
+        l1_logs.windows(2).all(|w| id_of(&w[0]) > id_of(&w[1])),
+        "{l1_logs:?}"
+    );
+    assert!(id_of(&created(&before[1])) > id_of(&l1_logs[0]));
+    assert!(id_of(&created(&before[2])) > id_of(&created(&before[1])));
+    assert!(id_of(&logged) > id_of(&created(&before[2])));
+    assert_eq!(before[2][0], logged);
+
+    if app.state.config.postgres_url().is_some() {
+        return;
+    }
+    // The previous schema: the entries stored, the two columns gone, the migration unapplied.
+    // Lead 3's entry is a millisecond off its lead (the create read the clock twice): the
+    // migration must leave that one stored.
+    let mut app = app;
+    app.shutdown().await;
+    let path = app.state.config.db_path();
+    let off = "2000-01-01T00:00:00.000Z";
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(&format!(
+            "PRAGMA busy_timeout = 10000; BEGIN;
+             INSERT INTO lead_activities (id, lead_id, user_id, type, description, metadata, created_at)
+               SELECT created_log_id, id, created_by, 'created', 'Lead created', NULL,
+                      CASE WHEN id = {id3} THEN '{off}' ELSE created_at END
+               FROM leads WHERE created_log_id IS NOT NULL;
+             ALTER TABLE leads DROP COLUMN created_log_id;
+             ALTER TABLE leads DROP COLUMN created_by;
+             DELETE FROM refinery_schema_history WHERE name = 'lead_created_entry';
+             COMMIT;"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.query_row("SELECT COUNT(*) FROM lead_activities", [], |r| r
+                .get::<_, i64>(0))
+                .unwrap(),
+            6
+        );
+    }
+    let app = app.restart().await;
+    let mut expected = before.clone();
+    let last = expected[2].as_array().unwrap().len() - 1;
+    expected[2][last]["created_at"] = json!(off);
+    assert_eq!(logs_of(&app, &u, id1).await, expected[0]);
+    assert_eq!(logs_of(&app, &u, id2).await, expected[1]);
+    assert_eq!(logs_of(&app, &u, id3).await, expected[2]);
+    // Two entries folded into their leads, lead 3's kept; nothing lost or doubled.
+    assert_eq!(app.count("lead_activities").await, 4);
+    assert_eq!(app.count(LOG_ENTRIES).await, 6);
+    // New ids still come after every id handed out before.
+    let next = app
+        .call(
+            &u.token,
+            "leads",
+            "log",
+            Some(json!(id2)),
+            json!({"type": "x"}),
+        )
+        .await
+        .ok(201)["activity"]["id"]
+        .as_i64()
+        .unwrap();
+    assert!(next > id_of(&logged));
+    let l4 = new_lead(&app, &u, json!({"agent_id": g})).await;
+    let l4_logs = logs_of(&app, &u, l4["id"].as_i64().unwrap()).await;
+    assert!(id_of(&created(&l4_logs)) > next);
 }

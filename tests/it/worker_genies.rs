@@ -668,6 +668,73 @@ async fn query_data_never_sees_another_users_rows() {
     );
 }
 
+/// `lead_activities` in `query_data` lists a lead's "created" entry, kept on the lead row, as
+/// getLogs answers it, and another user's entries not at all.
+#[tokio::test]
+async fn query_data_lists_lead_activities_as_get_logs_answers_them() {
+    let llm = FakeOpenAi::start(Expect::Worker).await;
+    let app = TestApp::spawn_with(|c| llm.configure(c)).await;
+    let (a, b) = (app.standard().await, app.standard().await);
+    let mut logs = Vec::new();
+    for u in [&a, &b] {
+        let g = insert_genie(&app, u, "G").await;
+        let lead = app
+            .call(&u.token, "leads", "create", None, json!({"agent_id": g}))
+            .await
+            .ok(201)["lead"]["id"]
+            .clone();
+        app.call(
+            &u.token,
+            "leads",
+            "log",
+            Some(lead.clone()),
+            json!({"type": "call"}),
+        )
+        .await
+        .ok(201);
+        logs.push(
+            app.call(&u.token, "leads", "getLogs", Some(lead), json!({}))
+                .await
+                .ok(200)["activities"]
+                .clone(),
+        );
+    }
+    let wg = create(&app, &a, basic("q")).await;
+    let wg = wg["id"].as_str().unwrap();
+    llm.push([
+        Turn::Tools(vec![("query_data", json!({"table": "lead_activities"}))]),
+        Turn::Answer("ok"),
+    ]);
+    let run = start_run(&app, &a, wg, json!({})).await;
+    let r = wait_run(&app, &a, wg, &run).await;
+    assert_eq!(r["status"], "succeeded");
+    let step = r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["type"] == "tool")
+        .unwrap()
+        .clone();
+    assert_eq!(step["ok"], true, "{step}");
+    // getLogs' entries without user_id, which query_data does not list.
+    let want: Vec<Value> = logs[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e.as_object_mut().unwrap().remove("user_id");
+            e
+        })
+        .collect();
+    assert_eq!(want.len(), 2);
+    assert_eq!(want[1]["type"], json!("created"));
+    assert_eq!(step["result"]["total"], json!(2), "{step}");
+    let mut got = step["result"]["rows"].as_array().unwrap().clone();
+    got.sort_by_key(|e| std::cmp::Reverse(e["id"].as_i64()));
+    assert_eq!(got, want);
+}
+
 #[tokio::test]
 async fn memory_persists_across_runs_and_restarts() {
     let llm = FakeOpenAi::start(Expect::Worker).await;
