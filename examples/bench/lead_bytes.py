@@ -8,7 +8,7 @@ each create.
 The schema is the real one: `genied migrate` makes the database. The writes replay, with
 Python's sqlite3, the statements one `leads create` runs (db::leads::insert, db::leads::log
 and the audit row of db::activities::insert in one transaction, as service::leads::create
-does; SEPARATE_AUDIT=1: the audit row in a second one, as before; since V36 the lead's "created"
+does; SEPARATE_AUDIT=1: the audit row in a second one, as before; since V33 the lead's "created"
 log entry is two columns of its row, not a lead_activities row), and the search indexer's batch every 500 creates (when the schema has one), with
 the service's pragmas and no automatic checkpoint, so that the WAL of 1,000 creates at steady
 state can be measured. Typical lead: name, email, phone, status, priority.
@@ -45,7 +45,7 @@ def create(i):
     c.execute('BEGIN IMMEDIATE')
     values = (genie, user, f'{fn} {ln}', f'{fn.lower()}.{ln.lower()}{i}@example.com', f'+1555{i:07d}', 'new', 'medium', ts, ts)
     if created_on_row:
-        # Since V36 the "created" log entry is two columns of the lead row: its id, taken from
+        # Since V33 the "created" log entry is two columns of the lead row: its id, taken from
         # lead_activities' sequence (db::leads::next_activity_id), and who created the lead.
         entry = c.execute("UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'lead_activities' RETURNING seq").fetchone()
         if entry is None:

@@ -549,7 +549,7 @@ pub fn log(
 }
 
 /// The lead's "created" entry as it reads from the lead row (`created_log_id`, `created_by`;
-/// migration V36): the same columns as `ACT_COLS`, so it unions with the stored entries.
+/// migration V33): the same columns as `ACT_COLS`, so it unions with the stored entries.
 macro_rules! created_entry_sql {
     () => {
         "SELECT ce.created_log_id AS id, ce.id AS lead_id, ce.created_by AS user_id,

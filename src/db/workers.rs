@@ -161,7 +161,7 @@ pub fn active_by_trigger(c: &Connection, kind: &str) -> rusqlite::Result<Vec<Wor
     st.query_map([kind], genie_row)?.collect()
 }
 
-/// The schedules version (migrations V33/V11): bumped by triggers whenever a scheduled
+/// The schedules version (SQLite V32, PostgreSQL V10): bumped by triggers whenever a scheduled
 /// genie is created, deleted, or its schedule, time zone, trigger or active flag changes.
 pub fn schedules_version(c: &Connection) -> rusqlite::Result<i64> {
     c.prepare_cached("SELECT COALESCE(MAX(version), 0) FROM schedules_version")?
