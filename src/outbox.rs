@@ -93,15 +93,24 @@ pub async fn dispatch_pending(app: &AppState) -> ApiResult<usize> {
 /// before dispatching them, or on another instance whose dispatcher is down), until shutdown.
 pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
     let poll = Duration::from_millis(app.config.job_poll_ms.max(10));
+    let mut emitted = true; // at start, events a previous process left are looked for at once
     loop {
-        if let Err(e) = dispatch_pending(&app).await {
+        // On a poll, a read first: an idle instance then does not take the writer (on
+        // PostgreSQL, the cluster-wide write lock) every poll only to find nothing.
+        let waiting = emitted
+            || app
+                .db
+                .read(|c| Ok(!db::events::pending(c, 1)?.is_empty()))
+                .await
+                .unwrap_or(true);
+        if waiting && let Err(e) = dispatch_pending(&app).await {
             tracing::error!(error = %e, "dispatching events; retried at the next poll");
         }
-        tokio::select! {
-            _ = app.bus.dispatch.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
+        emitted = tokio::select! {
+            _ = app.bus.dispatch.notified() => true,
+            _ = tokio::time::sleep(poll) => false,
             _ = stop.changed() => return,
-        }
+        };
     }
 }
 
