@@ -217,11 +217,11 @@ async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
 /// operator, once: where that file is, never the password, which would otherwise live on in
 /// logs (journald, container log drivers) readable by more people than the file.
 pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
-    let users = app
+    let any = app
         .db
-        .read_blocking(|c| Ok(db::users::count(c)?))
+        .read_blocking(|c| Ok(db::users::any(c)?))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if users > 0 {
+    if any {
         return Ok(None);
     }
     let password = random_password();

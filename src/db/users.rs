@@ -126,6 +126,11 @@ pub fn count(c: &Connection) -> rusqlite::Result<i64> {
     c.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))
 }
 
+/// Whether any user exists: one index probe, where `count` walks the whole table.
+pub fn any(c: &Connection) -> rusqlite::Result<bool> {
+    c.query_row("SELECT EXISTS (SELECT 1 FROM users)", [], |r| r.get(0))
+}
+
 pub fn set_role(c: &Connection, id: &str, role: Role) -> rusqlite::Result<()> {
     c.execute(
         "UPDATE users SET role = ?2, updated_at = ?3 WHERE id = ?1",
