@@ -129,8 +129,10 @@ impl Receivers {
     }
 }
 
-/// `t=<unix>,v1=<hex>`: HMAC-SHA256 of `"{t}.{body}"`, within five minutes.
-fn verify(header: &str, secret: &str, body: &str) -> bool {
+/// Verifies a delivery's `genied-signature` header the way docs/api.md tells receivers to:
+/// `t=<unix>,v1=<hex>`, HMAC-SHA256 of `"{t}.{body}"`, within five minutes. The one
+/// test-side verifier (webhooks.rs uses it too).
+pub fn verify(header: &str, secret: &str, body: &str) -> bool {
     let mut t = None;
     let mut v1 = None;
     for part in header.split(',') {
