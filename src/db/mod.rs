@@ -263,7 +263,13 @@ impl Db {
             Engine::Sqlite(l) => l.read(f).await,
             Engine::Postgres(p) => {
                 let p = p.clone();
-                run_blocking(move || p.read_now(f)).await
+                let read = run_blocking(move || p.read_now(f));
+                if crate::telemetry::trace::enabled() {
+                    use tracing::Instrument;
+                    read.instrument(tracing::info_span!("db.read")).await
+                } else {
+                    read.await
+                }
             }
         }
     }
@@ -279,9 +285,17 @@ impl Db {
     {
         match &self.0 {
             Engine::Sqlite(l) => l.write(f).await,
+            // The span covers the wait for the write lock too: on PostgreSQL that wait is
+            // part of the write, as the queue before the writer thread is on SQLite.
             Engine::Postgres(p) => {
                 let p = p.clone();
-                run_blocking(move || p.write_now(f)).await
+                let write = run_blocking(move || p.write_now(f));
+                if crate::telemetry::trace::enabled() {
+                    use tracing::Instrument;
+                    write.instrument(tracing::info_span!("db.write")).await
+                } else {
+                    write.await
+                }
             }
         }
     }

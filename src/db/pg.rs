@@ -519,10 +519,18 @@ impl PgDb {
 
     /// One transaction on a pooled connection, after the write lock: what SQLite's single
     /// writer guarantees (writes never interleave), across every instance.
+    ///
+    /// Metrics as on SQLite, with the meaning this engine gives them: a write is in
+    /// `genied_db_write_queue_depth` while it waits its turn (for a pooled connection, then
+    /// for the write lock), as a SQLite write is while queued for the writer thread; and
+    /// `genied_db_commit_duration_seconds` takes the time of each transaction's COMMIT (one
+    /// write per commit here, where SQLite commits a group). Both are in-process counters
+    /// around statements that run anyway: no extra round trip.
     pub fn write_now<T>(
         &self,
         f: impl FnOnce(&super::Connection<'_>) -> ApiResult<T>,
     ) -> ApiResult<T> {
+        let waiting = Waiting::start();
         let mut s = self.pool.get()?;
         let begin = format!(
             "BEGIN; SET LOCAL lock_timeout = '{WRITE_LOCK_WAIT}'; \
@@ -533,6 +541,8 @@ impl PgDb {
             let _ = s.client().batch_execute("ROLLBACK");
             return Err(ApiError::from(error(e, "BEGIN")));
         }
+        // The lock is held: this write has started.
+        drop(waiting);
         s.in_tx = true;
         let cell = RefCell::new(s);
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -540,12 +550,13 @@ impl PgDb {
         }));
         let mut s = cell.into_inner();
         s.in_tx = false;
-        let end = if matches!(out, Ok(Ok(_))) {
-            "COMMIT"
-        } else {
-            "ROLLBACK"
-        };
+        let ok = matches!(out, Ok(Ok(_)));
+        let end = if ok { "COMMIT" } else { "ROLLBACK" };
+        let commit = ok.then(std::time::Instant::now);
         let ended = s.client().batch_execute(end);
+        if let Some(started) = commit {
+            crate::telemetry::prom::db_commit(started.elapsed());
+        }
         match out {
             Ok(Ok(v)) => match ended {
                 Ok(()) => Ok(v),
@@ -554,6 +565,24 @@ impl PgDb {
             Ok(Err(e)) => Err(e),
             Err(panic) => std::panic::resume_unwind(panic),
         }
+    }
+}
+
+/// A write counted in `genied_db_write_queue_depth` from before it asks for a connection
+/// until it holds the write lock. Taken off when dropped, so a write that gives up (no
+/// connection, the lock's timeout, a panic) leaves the gauge as it found it.
+struct Waiting;
+
+impl Waiting {
+    fn start() -> Waiting {
+        crate::telemetry::prom::db_queue(1.0);
+        Waiting
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        crate::telemetry::prom::db_queue(-1.0);
     }
 }
 

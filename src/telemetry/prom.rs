@@ -70,12 +70,14 @@ fn describe() {
     );
     describe_gauge!(
         "genied_db_write_queue_depth",
-        "Database writes queued for the single writer and not yet started"
+        "Database writes waiting their turn, not yet started: queued for the single writer \
+         (SQLite), waiting for a connection or the write lock (PostgreSQL)"
     );
     describe_histogram!(
         "genied_db_commit_duration_seconds",
         Unit::Seconds,
-        "Time of one group commit of the database writer"
+        "Time of one commit: a group commit of the writer (SQLite), one write \
+         transaction's COMMIT (PostgreSQL)"
     );
     describe_gauge!(
         "genied_jobs",
@@ -179,7 +181,8 @@ pub fn http_request(resource: &'static str, action: &'static str, status: u16, t
         .record(took.as_secs_f64());
 }
 
-/// `n` writes joined (positive) or left (negative) the writer's queue.
+/// `n` writes joined (positive) or left (negative) the writer's queue (on PostgreSQL: the
+/// wait for a connection and the write lock).
 pub fn db_queue(n: f64) {
     gauge!("genied_db_write_queue_depth").increment(n);
 }

@@ -1,6 +1,8 @@
 //! Observability (#20): the Prometheus listener. The metrics recorder is process-wide, so
 //! the exact counts are checked against the real binary (its own process, its own
-//! counters): known traffic, one scrape, every counter compared with what was sent.
+//! counters): known traffic, one scrape, every counter compared with what was sent. With
+//! `GENIED_TEST_DATABASE=postgres` that binary runs on a database of the test cluster
+//! (`own_database`), so the database metrics and spans are checked on either engine.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -13,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::common::fakes::openai::{API_KEY, Expect, FakeOpenAi, Turn};
 use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
-use crate::common::{TestApp, cli_env};
+use crate::common::{TestApp, cli_env, own_database};
 
 fn cli(data: &std::path::Path, args: &[&str]) -> String {
     let out = process::output(
@@ -21,7 +23,8 @@ fn cli(data: &std::path::Path, args: &[&str]) -> String {
             .arg("--data-dir")
             .arg(data)
             .arg("--create-data-dir")
-            .args(args),
+            .args(args)
+            .envs(own_database(data)),
     );
     assert!(
         out.status.success(),
@@ -43,6 +46,7 @@ async fn serve(data: &std::path::Path, extra: &[&str]) -> (Proc, String, String)
             .args(extra)
             .arg("--data-dir")
             .arg(data)
+            .envs(own_database(data))
             .env("GENIED_LOG_LEVEL", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
@@ -279,6 +283,110 @@ async fn a_scrape_after_known_traffic_counts_it_exactly() {
     }
     for id in [&genie, &conv] {
         assert!(!text.contains(id.as_str().unwrap()));
+    }
+}
+
+/// The value of `genied_db_write_queue_depth` and of the commit histogram's count in one
+/// scrape of `mbase`.
+async fn db_figures(http: &reqwest::Client, mbase: &str) -> (Option<f64>, f64) {
+    let text = http
+        .get(format!("{mbase}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let all = samples(&text);
+    (
+        sample(&all, "genied_db_write_queue_depth", &[]),
+        sample(&all, "genied_db_commit_duration_seconds_count", &[]).unwrap_or(0.0),
+    )
+}
+
+/// On PostgreSQL a write waits its turn for the write lock (every instance's writes take
+/// it): while another session holds it, `genied_db_write_queue_depth` counts exactly the
+/// writes waiting (as many as the server shows waiting for the lock, the three requests
+/// among them); once it goes they commit, each COMMIT in the histogram, and the gauge is
+/// back at 0. On SQLite the writer takes a write off the gauge before it waits for the
+/// file's lock (the gauge counts the queue before the writer), so there the scrape test
+/// above is the check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_queue_depth_counts_the_writes_waiting_for_the_postgres_write_lock() {
+    if !crate::common::postgres::enabled() {
+        eprintln!("PostgreSQL only (GENIED_TEST_DATABASE=postgres)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    cli(data, &["admin", "create-user", "--email", "q@example.test"]);
+    let token = cli(data, &["admin", "issue-token", "--email", "q@example.test"]);
+    let url = own_database(data)
+        .into_iter()
+        .find(|(k, _)| *k == "GENIED_DATABASE_URL")
+        .expect("the test's database")
+        .1;
+    // Connections enough for every waiting write and the scrape's read (a write waits for
+    // the lock on a connection of its own).
+    let (_p, base, mbase) = serve(data, &["--read-threads", "8"]).await;
+    let http = reqwest::Client::new();
+    let (_, commits_before) = db_figures(&http, &mbase).await;
+
+    let lock = crate::common::postgres::hold_advisory_lock(&url, genied::db::pg::WRITE_LOCK);
+    let writes: Vec<_> = (0..3)
+        .map(|i| {
+            let req = http
+                .post(format!("{base}/v1"))
+                .bearer_auth(&token)
+                .json(&json!({"resource": "genies", "action": "create",
+                              "data": {"genieName": format!("Queued {i}")}}));
+            tokio::spawn(async move {
+                let r = req.send().await.unwrap();
+                (r.status().as_u16(), r.text().await.unwrap())
+            })
+        })
+        .collect();
+    // Sessions of this database waiting for an advisory lock: the service's writes (the
+    // three requests, and any background write that came by), not the test's own holder.
+    let waiting_on_server = || -> f64 {
+        let rows = crate::common::postgres::query(
+            &url,
+            "SELECT CAST(COUNT(*) AS TEXT) FROM pg_locks l JOIN pg_database d ON d.oid = l.database \
+             WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database()",
+            &[],
+        );
+        rows[0][0].as_deref().unwrap().parse().unwrap()
+    };
+    let end = Instant::now() + DEADLINE;
+    loop {
+        let (depth, _) = db_figures(&http, &mbase).await;
+        let server = waiting_on_server();
+        if depth == Some(server) && server >= 3.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "queue depth {depth:?}, waiting on the server {server}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    drop(lock);
+    for w in writes {
+        let (status, body) = w.await.unwrap();
+        assert_eq!(status, 201, "{body}");
+    }
+    let end = Instant::now() + DEADLINE;
+    loop {
+        let (depth, commits) = db_figures(&http, &mbase).await;
+        if depth == Some(0.0) && commits >= commits_before + 3.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "queue depth {depth:?}, commits {commits} (before: {commits_before})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
