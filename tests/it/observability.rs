@@ -253,11 +253,24 @@ async fn a_scrape_after_known_traffic_counts_it_exactly() {
     assert_eq!(tokens("output"), Some(5.0), "{text}");
     // The database figures: every write above went through the writer and committed.
     assert!(sample(&all, "genied_db_commit_duration_seconds_count", &[]).unwrap_or(0.0) >= 3.0);
-    assert_eq!(
-        sample(&all, "genied_db_write_queue_depth", &[]),
-        Some(0.0),
+    // The gauge is there; a write of the event outbox's fan-out may be queued at the moment
+    // of a scrape, so it must come back to 0 (nothing leaks on it), not read 0 at once.
+    assert!(
+        sample(&all, "genied_db_write_queue_depth", &[]).is_some(),
         "{text}"
     );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (depth, _) = db_figures(&http, &mbase).await;
+        if depth == Some(0.0) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the write queue depth stayed at {depth:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     // The analysed conversation is `done`: none is under way.
     assert_eq!(
         sample(&all, "genied_conversations_active", &[]),
