@@ -62,27 +62,10 @@ async fn start(data: &Path, url: &str, id: &'static str, extra: &[&str]) -> Inst
     Instance { proc, base, id }
 }
 
-/// SQL straight on the shared database (the sync client, off the test's runtime).
+/// SQL straight on the shared database (the harness's own client, off the test's runtime).
 fn sql(url: &str, query: &str, params: Vec<String>) -> Vec<Vec<Option<String>>> {
-    let (url, query) = (url.to_string(), query.to_string());
-    std::thread::spawn(move || {
-        let mut c = ::postgres::Client::connect(&url, ::postgres::NoTls).expect("connect");
-        let p: Vec<&(dyn ::postgres::types::ToSql + Sync)> = params
-            .iter()
-            .map(|s| s as &(dyn ::postgres::types::ToSql + Sync))
-            .collect();
-        c.query(&query, &p)
-            .expect("query")
-            .iter()
-            .map(|r| {
-                (0..r.len())
-                    .map(|i| r.get::<_, Option<String>>(i))
-                    .collect()
-            })
-            .collect()
-    })
-    .join()
-    .unwrap()
+    let params: Vec<&str> = params.iter().map(String::as_str).collect();
+    crate::common::postgres::query(url, query, &params)
 }
 
 fn one(url: &str, query: &str, params: Vec<String>) -> Option<String> {

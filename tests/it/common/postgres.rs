@@ -89,29 +89,16 @@ fn migrated_template(port: u16, admin: &str) -> Result<String, String> {
 /// Runs one statement with text parameters (`$1`, …) on the database at `url` from a
 /// connection of its own: another client than the service's pool, as `psql` would be.
 pub fn execute(url: &str, sql: &str, params: &[&str]) -> u64 {
-    let (url, sql) = (url.to_owned(), sql.to_owned());
-    let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
-    std::thread::spawn(move || {
-        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            params.iter().map(|p| p as _).collect();
-        c.execute(sql.as_str(), &refs)
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    on_own_connection(url, sql, params, |c, sql, p| {
+        c.execute(sql, p).unwrap_or_else(|e| panic!("{sql}: {e}"))
     })
-    .join()
-    .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// Rows of a query with text parameters on the database at `url` from a connection of its
 /// own, every column read as text (cast the others in the query).
 pub fn query(url: &str, sql: &str, params: &[&str]) -> Vec<Vec<Option<String>>> {
-    let (url, sql) = (url.to_owned(), sql.to_owned());
-    let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
-    std::thread::spawn(move || {
-        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            params.iter().map(|p| p as _).collect();
-        c.query(sql.as_str(), &refs)
+    on_own_connection(url, sql, params, |c, sql, p| {
+        c.query(sql, p)
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
             .iter()
             .map(|r| {
@@ -120,6 +107,26 @@ pub fn query(url: &str, sql: &str, params: &[&str]) -> Vec<Vec<Option<String>>> 
                     .collect()
             })
             .collect()
+    })
+}
+
+/// `f` on a fresh connection to `url`, on a thread of its own: the sync client drives a
+/// runtime of its own, which tokio refuses inside a test's runtime.
+fn on_own_connection<T: Send + 'static>(
+    url: &str,
+    sql: &str,
+    params: &[&str],
+    f: impl FnOnce(&mut postgres::Client, &str, &[&(dyn postgres::types::ToSql + Sync)]) -> T
+    + Send
+    + 'static,
+) -> T {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+    std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as _).collect();
+        f(&mut c, &sql, &refs)
     })
     .join()
     .unwrap_or_else(|p| std::panic::resume_unwind(p))
