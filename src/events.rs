@@ -5,6 +5,14 @@
 //! (`crate::outbox`, which does the fan-out, exactly once across instances) and tells the
 //! in-process observers. Those observers (tests watching what a change raised) get no
 //! durability: nothing that must happen listens there.
+//!
+//! An event nothing subscribes to when it is raised (no active webhook of its user whose
+//! patterns match, no active worker genie of its user triggered by its type) is not written
+//! to the outbox: its fan-out would reach no one. The check runs in the change's
+//! transaction, which on either engine is serialised with every other write, so a
+//! subscription is either committed before the change (and the event is recorded) or after
+//! it (and it is not owed the event). This keeps the common write (no webhooks) to one
+//! transaction and one row.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -63,29 +71,56 @@ impl Event {
     }
 }
 
-/// An event written to the outbox, inside the transaction of its change; only [`record`]
-/// makes one, so what is emitted after the commit is always durable.
+/// An event recorded inside the transaction of its change; only [`record`] makes one, so
+/// what is emitted after the commit is always durable (or had no one to go to).
 #[derive(Debug, Clone)]
-pub struct Recorded(Event);
+pub struct Recorded {
+    event: Event,
+    /// Written to the outbox (something subscribes to it): the dispatcher has work.
+    queued: bool,
+}
 
 impl Recorded {
     pub fn event(&self) -> &Event {
-        &self.0
+        &self.event
     }
 }
 
-/// Writes `event` to the outbox; call it inside the `app.db.write(..)` closure of the change
-/// that raises it, and emit what it returns after the commit.
+/// Whether `patterns` (a webhook's `event_types`) select `event_type`: `*`, the type itself,
+/// or its family as `lead.*`.
+pub fn matches(patterns: &[String], event_type: &str) -> bool {
+    patterns.iter().any(|p| {
+        p == "*"
+            || p == event_type
+            || p.strip_suffix(".*")
+                .is_some_and(|fam| event_type.split('.').next() == Some(fam))
+    })
+}
+
+/// Whether the fan-out of an event of `kind` for `user_id` would reach anyone now.
+fn subscribed(c: &Connection, user_id: &str, kind: &str) -> rusqlite::Result<bool> {
+    let hooked = db::webhooks::active_for_user(c, user_id)?
+        .iter()
+        .any(|(_, patterns)| matches(patterns, kind));
+    Ok(hooked || db::workers::has_event_genie(c, user_id, kind)?)
+}
+
+/// Writes `event` to the outbox when something subscribes to it; call it inside the
+/// `app.db.write(..)` closure of the change that raises it, and emit what it returns after
+/// the commit.
 pub fn record(c: &Connection, event: Event) -> rusqlite::Result<Recorded> {
-    db::events::insert(
-        c,
-        &event.id,
-        &event.kind,
-        &event.user_id,
-        &event.data,
-        &event.created_at,
-    )?;
-    Ok(Recorded(event))
+    let queued = subscribed(c, &event.user_id, &event.kind)?;
+    if queued {
+        db::events::insert(
+            c,
+            &event.id,
+            &event.kind,
+            &event.user_id,
+            &event.data,
+            &event.created_at,
+        )?;
+    }
+    Ok(Recorded { event, queued })
 }
 
 /// After the commit: wakes the outbox dispatcher and tells in-process observers.
@@ -107,10 +142,13 @@ impl Default for Bus {
 impl Bus {
     /// Never blocks and never fails. The event is already durable ([`record`]): this only
     /// makes its fan-out start now rather than at the dispatcher's next poll.
-    pub fn emit(&self, event: Recorded) {
-        tracing::debug!(event = %event.0.kind, id = %event.0.id, "event");
-        self.dispatch.notify_one();
-        let _ = self.tx.send(event.0);
+    pub fn emit(&self, recorded: Recorded) {
+        let Recorded { event, queued } = recorded;
+        tracing::debug!(event = %event.kind, id = %event.id, queued, "event");
+        if queued {
+            self.dispatch.notify_one();
+        }
+        let _ = self.tx.send(event);
     }
     pub fn emit_all(&self, events: impl IntoIterator<Item = Recorded>) {
         for e in events {

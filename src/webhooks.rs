@@ -15,7 +15,7 @@ use sha2::Sha256;
 
 use crate::db::{self, webhooks::Attempt};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{EVENT_TYPES, Event};
+use crate::events::{EVENT_TYPES, Event, matches};
 use crate::state::AppState;
 use crate::workers::credentials;
 use crate::{jobs, net};
@@ -39,15 +39,6 @@ pub fn valid_pattern(p: &str) -> bool {
                 .chain([&TEST_EVENT])
                 .any(|t| t.split('.').next() == Some(fam))
         })
-}
-
-pub fn matches(patterns: &[String], event_type: &str) -> bool {
-    patterns.iter().any(|p| {
-        p == "*"
-            || p == event_type
-            || p.strip_suffix(".*")
-                .is_some_and(|fam| event_type.split('.').next() == Some(fam))
-    })
 }
 
 /// The hex HMAC-SHA256 of `"{t}.{body}"` under the endpoint's secret.

@@ -180,6 +180,16 @@ pub fn event_genies(
     st.query_map([user_id, event_type], genie_row)?.collect()
 }
 
+/// Whether `user_id` has an active worker genie triggered by `event_type` (what
+/// [`event_genies`] would list, without loading it).
+pub fn has_event_genie(c: &Connection, user_id: &str, event_type: &str) -> rusqlite::Result<bool> {
+    c.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM worker_genies
+         WHERE user_id = ?1 AND trigger_type = 'event' AND event_type = ?2 AND is_active = 1)",
+    )?
+    .query_row([user_id, event_type], |r| r.get(0))
+}
+
 /// Deletes the genie, its runs (cascade) and its genie-scoped memory.
 pub fn delete_genie(c: &Connection, user_id: &str, id: &str) -> rusqlite::Result<bool> {
     let n = c.execute(

@@ -353,3 +353,135 @@ async fn a_change_that_rolls_back_raises_no_event_and_events_keep_their_order() 
     assert_eq!(rx.delivered()[1].event["data"]["name"], json!("Ann B."));
     assert_eq!(runs(), 1, "one run for the one committed lead.updated");
 }
+
+/// The leads created so far whose `lead.created` is in the outbox, by name.
+fn outboxed_leads(store: &Store) -> Vec<Option<String>> {
+    let mut names = store.column(match store {
+        Store::Sqlite(_) => {
+            "SELECT json_extract(data, '$.name') FROM event_outbox WHERE kind = 'lead.created'"
+        }
+        Store::Postgres(_) => {
+            "SELECT (data::jsonb)->>'name' FROM event_outbox WHERE kind = 'lead.created'"
+        }
+    });
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn only_an_event_something_subscribes_to_is_written_to_the_outbox() {
+    let app = TestApp::spawn_with(|c| {
+        c.job_poll_ms = 10;
+        c.job_backoff_base_ms = 10;
+    })
+    .await;
+    let (u, other) = (app.standard().await, app.standard().await);
+    let store = match app.state.config.postgres_url() {
+        Some(url) => Store::Postgres(url.to_string()),
+        None => Store::Sqlite(app.state.config.db_path()),
+    };
+    let rx = Receivers::start().await;
+    let g = insert_genie(&app, &u, "Sales").await;
+    let create = |name: &str| {
+        app.call(
+            &u.token,
+            "leads",
+            "create",
+            None,
+            json!({"agent_id": g, "name": name}),
+        )
+    };
+    let hook = |token: String, types: Value, active: bool| {
+        let url = rx.url(0);
+        let app = &app;
+        async move {
+            let r = app
+                .call(
+                    &token,
+                    "webhooks",
+                    "create",
+                    None,
+                    json!({"url": url, "event_types": types}),
+                )
+                .await;
+            let hook = r.ok(201)["webhook"].clone();
+            if !active {
+                app.call(
+                    &token,
+                    "webhooks",
+                    "update",
+                    Some(hook["id"].clone()),
+                    json!({"is_active": false}),
+                )
+                .await
+                .ok(200);
+            }
+            hook["secret"].as_str().unwrap().to_string()
+        }
+    };
+
+    // Nothing listens: the change commits and in-process observers see its event, but no
+    // outbox row is written.
+    let mut events = app.state.bus.subscribe();
+    create("nobody").await.ok(201);
+    let seen = events.recv().await.unwrap();
+    assert_eq!(
+        (seen.kind.as_str(), seen.data["name"].clone()),
+        ("lead.created", json!("nobody"))
+    );
+    // Subscriptions that do not select it: another family, an inactive webhook, another
+    // user's webhook, a worker genie on another type.
+    hook(u.token.clone(), json!(["genie.*"]), true).await;
+    hook(u.token.clone(), json!(["lead.created"]), false).await;
+    hook(other.token.clone(), json!(["lead.*"]), true).await;
+    app.call(
+        &u.token,
+        "worker-genies",
+        "create",
+        None,
+        json!({"name": "on update", "soul_prompt": "x", "trigger_type": "event",
+               "event_type": "lead.updated"}),
+    )
+    .await
+    .ok(201);
+    create("still nobody").await.ok(201);
+    assert_eq!(outboxed_leads(&store), Vec::<Option<String>>::new());
+
+    // A worker genie triggered by the type: recorded, and its run queued.
+    app.call(
+        &u.token,
+        "worker-genies",
+        "create",
+        None,
+        json!({"name": "on create", "soul_prompt": "x", "trigger_type": "event",
+               "event_type": "lead.created"}),
+    )
+    .await
+    .ok(201);
+    create("for the worker").await.ok(201);
+    assert_eq!(outboxed_leads(&store), vec![Some("for the worker".into())]);
+    // Fanned out before the webhook below exists (the fan-out goes to whoever subscribes
+    // when it runs).
+    until("the worker's event dispatched", || settled(&store)).await;
+
+    // A matching webhook of the lead's user: recorded and delivered, and the events before
+    // it subscribed are not sent to it.
+    let secret = hook(u.token.clone(), json!(["lead.*"]), true).await;
+    rx.set_secret(0, &secret);
+    create("for the hook").await.ok(201);
+    assert_eq!(
+        outboxed_leads(&store),
+        vec![Some("for the hook".into()), Some("for the worker".into())]
+    );
+    until("the delivery", || {
+        !rx.delivered().is_empty() && settled(&store)
+    })
+    .await;
+    rx.assert_no_problems();
+    let names: Vec<Value> = rx
+        .delivered()
+        .iter()
+        .map(|d| d.event["data"]["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("for the hook")]);
+}
