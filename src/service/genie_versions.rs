@@ -310,7 +310,7 @@ impl Which {
 
 /// The newest version number of a genie, if it has any.
 pub fn live_version(c: &Connection, genie_id: &str) -> ApiResult<Option<i64>> {
-    Ok(store::latest(c, genie_id)?.map(|(v, _)| v))
+    Ok(store::latest_version(c, genie_id)?)
 }
 
 /// `{version, created_at, created_by, summary, live, config}` of one version, or the draft
