@@ -143,20 +143,21 @@ pub fn set_drift(
 
 /// The drift the last check found (`null` when none) and when it ran.
 pub fn drift(c: &Connection, genie_id: &str) -> rusqlite::Result<(Value, Option<String>)> {
-    Ok(c.query_row(
-        "SELECT drift, drift_checked_at FROM genie_providers WHERE genie_id = ?1",
-        [genie_id],
-        |r| {
+    Ok(
+        c.prepare_cached(
+            "SELECT drift, drift_checked_at FROM genie_providers WHERE genie_id = ?1",
+        )?
+        .query_row([genie_id], |r| {
             let d: Option<String> = r.get(0)?;
             Ok((
                 d.and_then(|d| serde_json::from_str(&d).ok())
                     .unwrap_or(Value::Null),
                 r.get(1)?,
             ))
-        },
+        })
+        .optional()?
+        .unwrap_or((Value::Null, None)),
     )
-    .optional()?
-    .unwrap_or((Value::Null, None)))
 }
 
 /// Genies with an agent at a platform other than `local`, for the scheduled drift check.

@@ -570,7 +570,11 @@ fn run_group(conn: &mut rusqlite::Connection, group: Vec<Job>) -> Vec<Job> {
     let mut done: Vec<Deliver> = Vec::with_capacity(group.len());
     let mut jobs = group.into_iter();
     while let Some(job) = jobs.next() {
-        if let Err(e) = tx.execute_batch("SAVEPOINT genied_write") {
+        // Cached, as every write runs them: compiling each cost more than running it.
+        if let Err(e) = tx
+            .prepare_cached("SAVEPOINT genied_write")
+            .and_then(|mut st| st.execute([]))
+        {
             job(Err(ApiError::from(e))).1(None);
             continue;
         }
@@ -585,12 +589,13 @@ fn run_group(conn: &mut rusqlite::Connection, group: Vec<Job>) -> Vec<Job> {
             deliver(Some(e()));
             return jobs.collect();
         }
-        let end = if ok {
-            "RELEASE genied_write"
+        let ended = if ok {
+            tx.prepare_cached("RELEASE genied_write")
+                .and_then(|mut st| st.execute([]).map(drop))
         } else {
-            "ROLLBACK TO genied_write; RELEASE genied_write"
+            tx.execute_batch("ROLLBACK TO genied_write; RELEASE genied_write")
         };
-        match tx.execute_batch(end) {
+        match ended {
             Ok(()) if ok => done.push(deliver),
             Ok(()) => deliver(None),
             Err(e) => deliver(Some(ApiError::from(e))),

@@ -53,21 +53,31 @@ pub async fn record_provider_state(
     }
 }
 
-/// One async lock per genie id, held by every action that reads a genie, talks to the
-/// provider and writes it back, so two concurrent updates cannot lose each other's changes
-/// or leave the provider with the older version. The service is one process, so this is
-/// enough; entries nobody holds are dropped.
-static LOCKS: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
-> = std::sync::LazyLock::new(Default::default);
+/// One async lock per genie id, held exclusively by every action that reads a genie, talks
+/// to the provider and writes it back, so two concurrent updates cannot lose each other's
+/// changes or leave the provider with the older version. A change made entirely inside one
+/// write transaction (read, edit and store, no provider call) holds it shared: the writer
+/// already serialises those among themselves, so many may run, and be committed together,
+/// at once, while none can slip between an exclusive holder's read and its write. The
+/// service is one process, so this is enough; entries nobody holds are dropped.
+type GenieLock = std::sync::Arc<tokio::sync::RwLock<()>>;
+static LOCKS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, GenieLock>>> =
+    std::sync::LazyLock::new(Default::default);
 
-pub async fn lock_genie(id: &str) -> tokio::sync::OwnedMutexGuard<()> {
-    let m = {
-        let mut map = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, v| std::sync::Arc::strong_count(v) > 1);
-        map.entry(id.to_string()).or_default().clone()
-    };
-    m.lock_owned().await
+fn genie_lock(id: &str) -> GenieLock {
+    let mut map = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+    map.retain(|_, v| std::sync::Arc::strong_count(v) > 1);
+    map.entry(id.to_string()).or_default().clone()
+}
+
+/// The genie's lock, exclusively.
+pub async fn lock_genie(id: &str) -> tokio::sync::OwnedRwLockWriteGuard<()> {
+    genie_lock(id).write_owned().await
+}
+
+/// The genie's lock, shared with other changes made in one write transaction.
+pub async fn share_genie(id: &str) -> tokio::sync::OwnedRwLockReadGuard<()> {
+    genie_lock(id).read_owned().await
 }
 
 /// The document's type as the provider's knowledge base names it.

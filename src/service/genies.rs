@@ -290,8 +290,9 @@ fn retry_delay() -> Duration {
 
 // ---- changing a live genie -----------------------------------------------------------
 
-/// An edit of a genie row that validates as it goes.
-pub type Edit = Box<dyn FnOnce(&mut GenieRow) -> ApiResult<()> + Send>;
+/// An edit of a genie row that validates as it goes. `Fn`: [`apply`] may make it twice, on
+/// a row read again, when the first attempt finds that the provider must hear of it.
+pub type Edit = Box<dyn Fn(&mut GenieRow) -> ApiResult<()> + Send>;
 
 /// What [`apply`] changes: the edit of the row, and optionally the document set.
 pub struct Changes {
@@ -322,7 +323,7 @@ pub type AuditSummary = Box<dyn FnOnce(&GenieRow, Option<i64>) -> String + Send>
 pub type Render = Box<dyn FnOnce(&db::sql::Connection, &GenieRow) -> ApiResult<Value> + Send>;
 
 impl Changes {
-    pub fn edit(f: impl FnOnce(&mut GenieRow) -> ApiResult<()> + Send + 'static) -> Changes {
+    pub fn edit(f: impl Fn(&mut GenieRow) -> ApiResult<()> + Send + 'static) -> Changes {
         Changes {
             edit: Box::new(f),
             documents: None,
@@ -362,38 +363,134 @@ pub struct Applied {
     pub rendered: Option<Value>,
 }
 
-/// Applies a change to the live genie: edits the row under the genie's lock, pushes the
-/// agent to the voice provider when what it is told changed, then stores the row, its
-/// documents and the new version in one transaction. `update`, `publish` and `rollback`
-/// call this (and a provider `pull` may). `by` is the acting user; access is the caller's
-/// to check first.
+/// Applies a change to the live genie: edits the row, pushes the agent to the voice provider
+/// when what it is told changed, then stores the row, its documents and the new version in
+/// one transaction. `update`, `publish` and `rollback` call this (and a provider `pull` may).
+/// `by` is the acting user; access is the caller's to check first.
+///
+/// A change the provider need not hear of (the genie has no agent there, or nothing the
+/// agent is told changed: a new description, say) is read, edited and stored in one write
+/// transaction, holding the genie's lock shared, so concurrent changes of one genie are
+/// committed together. Otherwise that transaction writes nothing, and the change starts
+/// again under the lock held exclusively: read, edit, push outside any transaction, and a
+/// second transaction stores it only if the provider took it.
 pub async fn apply(
     app: &AppState,
     by: &str,
     genie_id: &str,
     changes: Changes,
 ) -> ApiResult<Applied> {
-    let _guard = crate::knowledge::agents::lock_genie(genie_id).await;
-    let (id, owner_docs) = (genie_id.to_string(), changes.documents.clone());
-    let (old, docs, new_docs, provider) = app
+    let Changes {
+        edit,
+        documents,
+        note,
+        always_record,
+        clear_draft,
+        audit_summary,
+        render,
+        announce,
+    } = changes;
+    let store = Store {
+        by: by.to_string(),
+        relink: documents.is_some(),
+        clear_draft,
+        note,
+        always_record,
+        audit: audit_summary.and_then(|f| db::activities::claim("genies").map(|a| (a, f))),
+        render,
+        announce,
+    };
+    let shared = crate::knowledge::agents::share_genie(genie_id).await;
+    let id = genie_id.to_string();
+    let first = app
         .db
-        .read(move |c| {
-            let g = repo::find(c, &id)?.ok_or_else(ApiError::agent_not_found)?;
-            let docs = repo::documents(c, &id)?;
-            let new_docs = match &owner_docs {
-                Some(ids) => db::genie_versions::attachable(c, &g.user_id, ids)?,
-                None => docs.clone(),
-            };
-            // Read here rather than by `agents::voice_for`: one trip to the read pool.
-            let provider = db::genie_providers::get(c, &id)?.provider;
-            Ok((g, docs, new_docs, provider))
+        .write(move |c| {
+            let (old, docs, new_docs, _) = read_for_change(c, &id, documents.as_deref())?;
+            let mut row = old.clone();
+            edit(&mut row)?;
+            row.updated_at = db::now();
+            // Without a document change both sides have the same knowledge base, so the
+            // specs compare without it.
+            let told = documents.is_some()
+                || serde_json::to_value(agent_spec(&row, Vec::new()))?
+                    != serde_json::to_value(agent_spec(&old, Vec::new()))?;
+            if told && row.external_agent_id.is_some() {
+                return Ok(Step::Push(edit, documents, store));
+            }
+            let stored = store.run(c, &old, &docs, &row, &new_docs)?;
+            Ok(Step::Done(Box::new(row), stored))
         })
         .await?;
+    drop(shared);
+    let (row, (version, rendered, raised)) = match first {
+        Step::Done(row, stored) => (*row, stored),
+        Step::Push(edit, documents, store) => {
+            push_then_store(app, genie_id, edit, documents, store).await?
+        }
+    };
+    app.bus.emit_all(raised);
+    Ok(Applied {
+        row,
+        version,
+        rendered,
+    })
+}
+
+/// The genie, its documents, the documents it will have (`documents`: the new ids, of which
+/// those still attachable; `None`: the same), and its provider.
+type ForChange = (
+    GenieRow,
+    Vec<repo::AttachedDoc>,
+    Vec<repo::AttachedDoc>,
+    Option<String>,
+);
+
+fn read_for_change(
+    c: &db::sql::Connection,
+    id: &str,
+    documents: Option<&[String]>,
+) -> ApiResult<ForChange> {
+    let g = repo::find(c, id)?.ok_or_else(ApiError::agent_not_found)?;
+    let docs = repo::documents(c, id)?;
+    let new_docs = match documents {
+        Some(ids) => db::genie_versions::attachable(c, &g.user_id, ids)?,
+        None => docs.clone(),
+    };
+    // Read here rather than by `agents::voice_for`: one trip fewer.
+    let provider = db::genie_providers::get(c, id)?.provider;
+    Ok((g, docs, new_docs, provider))
+}
+
+/// What [`apply`]'s first transaction decided.
+enum Step {
+    /// Stored: the row, and what [`Store::run`] returned.
+    Done(Box<GenieRow>, Stored),
+    /// Nothing written: the provider must hear of the change first.
+    Push(Edit, Option<Vec<String>>, Store),
+}
+
+/// The version recorded, the rendered genie, and the events to emit after the commit.
+type Stored = (Option<i64>, Option<Value>, Vec<events::Recorded>);
+
+/// [`apply`] when the provider must hear of the change, under the genie's lock held
+/// exclusively: the genie read again and edited, the agent pushed with its knowledge base on
+/// the genie's own platform, then the change stored.
+async fn push_then_store(
+    app: &AppState,
+    genie_id: &str,
+    edit: Edit,
+    documents: Option<Vec<String>>,
+    store: Store,
+) -> ApiResult<(GenieRow, Stored)> {
+    let _guard = crate::knowledge::agents::lock_genie(genie_id).await;
+    let id = genie_id.to_string();
+    let (old, docs, new_docs, provider) = app
+        .db
+        .read(move |c| read_for_change(c, &id, documents.as_deref()))
+        .await?;
     let mut row = old.clone();
-    (changes.edit)(&mut row)?;
+    edit(&mut row)?;
     row.updated_at = db::now();
-    // The genie's own platform (read with the genie above), with its copies of the
-    // documents there.
     let voice = app.voice.named(provider.as_deref())?.clone();
     let (new_kb, _) = crate::knowledge::agents::kb_for(app, &voice, &new_docs).await?;
     let (old_kb, _) = crate::knowledge::agents::kb_for(app, &voice, &docs).await?;
@@ -403,64 +500,79 @@ pub async fn apply(
     if changed && let Some(agent) = &row.external_agent_id {
         voice.update_agent(agent, &new_spec).await?;
     }
-    let before = genie_versions::config_of(&old, &docs);
-    let after = genie_versions::config_of(&row, &new_docs);
-    let (r, by) = (row.clone(), by.to_string());
-    let (relink, clear_draft) = (changes.documents.is_some(), changes.clear_draft);
-    let audit = changes
-        .audit_summary
-        .and_then(|f| db::activities::claim("genies").map(|a| (a, f)));
-    let (render, announce) = (changes.render, changes.announce);
-    let (version, rendered, raised) = app
+    let r = row.clone();
+    let stored = app
         .db
-        .write(move |c| {
-            if let Some(slug) = &r.page_slug
-                && repo::slug_taken(c, slug, &r.id)?
-            {
-                return Err(ApiError::conflict(format!(
-                    "data.page_slug '{slug}' is already used by another genie"
-                )));
-            }
-            if !repo::save(c, &r)? {
-                return Err(ApiError::agent_not_found());
-            }
-            if relink {
-                let ids: Vec<String> = new_docs.iter().map(|d| d.id.clone()).collect();
-                db::genie_versions::set_documents(c, &r.id, &ids, &r.updated_at)?;
-            }
-            if clear_draft {
-                db::genie_versions::delete_draft(c, &r.id)?;
-            }
-            let version = genie_versions::record(
-                c,
-                &r.id,
-                Some(&before),
-                &after,
-                Some(&by),
-                changes.note.as_deref(),
-                changes.always_record,
-            )?;
-            if let Some((a, summary)) = audit {
-                a.insert(c, Some(&r.id), &summary(&r, version))?;
-            }
-            let rendered = render.map(|f| f(c, &r)).transpose()?;
-            let mut raised = Vec::new();
-            for e in announce.map(|f| f(&r, version)).unwrap_or_default() {
-                raised.push(events::record(c, e)?);
-            }
-            if let Some(v) = &rendered {
-                let e = Event::new("genie.updated", &r.user_id, v.clone());
-                raised.push(events::record(c, e)?);
-            }
-            Ok((version, rendered, raised))
-        })
+        .write(move |c| store.run(c, &old, &docs, &r, &new_docs))
         .await?;
-    app.bus.emit_all(raised);
-    Ok(Applied {
-        row,
-        version,
-        rendered,
-    })
+    Ok((row, stored))
+}
+
+/// How [`apply`] stores a change, inside the transaction that commits it.
+struct Store {
+    by: String,
+    relink: bool,
+    clear_draft: bool,
+    note: Option<String>,
+    always_record: bool,
+    audit: Option<(db::activities::Pending, AuditSummary)>,
+    render: Option<Render>,
+    announce: Option<Announce>,
+}
+
+impl Store {
+    /// Saves `r` (edited from `old`, with `new_docs` instead of `docs`), its documents and
+    /// its version, the audit row, and records the events.
+    fn run(
+        self,
+        c: &db::sql::Connection,
+        old: &GenieRow,
+        docs: &[repo::AttachedDoc],
+        r: &GenieRow,
+        new_docs: &[repo::AttachedDoc],
+    ) -> ApiResult<Stored> {
+        if let Some(slug) = &r.page_slug
+            && repo::slug_taken(c, slug, &r.id)?
+        {
+            return Err(ApiError::conflict(format!(
+                "data.page_slug '{slug}' is already used by another genie"
+            )));
+        }
+        if !repo::save(c, r)? {
+            return Err(ApiError::agent_not_found());
+        }
+        if self.relink {
+            let ids: Vec<String> = new_docs.iter().map(|d| d.id.clone()).collect();
+            db::genie_versions::set_documents(c, &r.id, &ids, &r.updated_at)?;
+        }
+        if self.clear_draft {
+            db::genie_versions::delete_draft(c, &r.id)?;
+        }
+        let before = genie_versions::config_of(old, docs);
+        let after = genie_versions::config_of(r, new_docs);
+        let version = genie_versions::record(
+            c,
+            &r.id,
+            Some(&before),
+            &after,
+            Some(&self.by),
+            self.note.as_deref(),
+            self.always_record,
+        )?;
+        if let Some((a, summary)) = self.audit {
+            a.insert(c, Some(&r.id), &summary(r, version))?;
+        }
+        let rendered = self.render.map(|f| f(c, r)).transpose()?;
+        let mut raised = Vec::new();
+        for e in self.announce.map(|f| f(r, version)).unwrap_or_default() {
+            raised.push(events::record(c, e)?);
+        }
+        if let Some(v) = &rendered {
+            let e = Event::new("genie.updated", &r.user_id, v.clone());
+            raised.push(events::record(c, e)?);
+        }
+        Ok((version, rendered, raised))
+    }
 }
 
 /// What the voice provider is told about this genie (kept beside the versions, which

@@ -32,8 +32,8 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     };
     let edit = move |row: &mut crate::db::genies::GenieRow| {
         input::apply_update(row, &body)?;
-        if let Some(g) = group {
-            row.group_id = g;
+        if let Some(g) = &group {
+            row.group_id = g.clone();
         }
         Ok(())
     };
