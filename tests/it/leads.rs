@@ -1286,7 +1286,8 @@ async fn the_created_entry_answers_from_the_lead_row_and_survives_its_migration(
     if app.state.config.postgres_url().is_some() {
         return;
     }
-    // The previous schema: the entries stored, the two columns gone, the migration unapplied.
+    // The previous schema: the entries stored, the two columns gone, the migration (and the
+    // ones after it) unapplied.
     // Lead 3's entry is a millisecond off its lead (the create read the clock twice): the
     // migration must leave that one stored.
     let mut app = app;
@@ -1304,6 +1305,11 @@ async fn the_created_entry_answers_from_the_lead_row_and_survives_its_migration(
              ALTER TABLE leads DROP COLUMN created_log_id;
              ALTER TABLE leads DROP COLUMN created_by;
              DELETE FROM refinery_schema_history WHERE name = 'lead_created_entry';
+             -- V34, which came after, unapplied too (refinery applies in order).
+             DROP TRIGGER lead_owner_counts_ai; DROP TRIGGER lead_owner_counts_ad;
+             DROP TRIGGER lead_owner_counts_au; DROP TRIGGER genies_delete_leads;
+             DROP TABLE lead_owner_counts;
+             DELETE FROM refinery_schema_history WHERE name = 'lead_owner_counts';
              COMMIT;"
         ))
         .unwrap();
@@ -1341,4 +1347,150 @@ async fn the_created_entry_answers_from_the_lead_row_and_survives_its_migration(
     let l4 = new_lead(&app, &u, json!({"agent_id": g})).await;
     let l4_logs = logs_of(&app, &u, l4["id"].as_i64().unwrap()).await;
     assert!(id_of(&created(&l4_logs)) > next);
+}
+
+/// A user's own scope (leads of the genies they own or are assigned to) counted row by row:
+/// the oracle for the maintained counts.
+async fn counted(app: &TestApp, user: &User) -> Value {
+    let u = user.id.clone();
+    let rows: Vec<(String, i64)> = app
+        .state
+        .db
+        .read(move |c| {
+            let mut st = c.prepare_cached(
+                "SELECT COALESCE(l.status, ''), COUNT(*) FROM leads l
+                 WHERE l.agent_id IN (SELECT id FROM genies WHERE user_id = ?1
+                                      UNION SELECT genie_id FROM genie_assignments WHERE user_id = ?1)
+                 GROUP BY 1",
+            )?;
+            let rows = st
+                .query_map([&u], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+        .unwrap();
+    let of = |s: &str| rows.iter().find(|r| r.0 == s).map_or(0, |r| r.1);
+    json!({"total": rows.iter().map(|r| r.1).sum::<i64>(),
+           "by_status": {"new": of("new"), "contacted": of("contacted"),
+                         "qualified": of("qualified"), "converted": of("converted")}})
+}
+
+/// `stats`, and the `all` counts by status, of the user's own scope agree with `counted`.
+async fn check_counts(app: &TestApp, user: &User, step: &str) {
+    let want = counted(app, user).await;
+    let got = app
+        .call(&user.token, "leads", "stats", None, json!({}))
+        .await;
+    assert_eq!(got.ok(200)["stats"], want, "stats after {step}");
+    let all = app
+        .call(&user.token, "leads", "all", None, json!({"limit": 1}))
+        .await;
+    assert_eq!(all.ok(200)["count"], want["total"], "count after {step}");
+    for s in ["new", "converted"] {
+        let all = app
+            .call(
+                &user.token,
+                "leads",
+                "all",
+                None,
+                json!({"filters": {"status": s}, "limit": 500}),
+            )
+            .await;
+        let body = all.ok(200);
+        assert_eq!(
+            body["count"], want["by_status"][s],
+            "count by {s} after {step}"
+        );
+        assert_eq!(
+            body["leads"].as_array().unwrap().len() as i64,
+            want["by_status"][s].as_i64().unwrap(),
+            "the page by {s} after {step}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_users_own_counts_follow_leads_across_owners_assignments_and_deletions() {
+    let app = TestApp::spawn().await;
+    let (u, other, admin) = (
+        app.standard().await,
+        app.standard().await,
+        app.admin().await,
+    );
+    let g1 = insert_genie(&app, &u, "G1").await;
+    let g2 = insert_genie(&app, &u, "G2").await;
+    let og = insert_genie(&app, &other, "OG").await;
+    let og2 = insert_genie(&app, &other, "OG2").await;
+    assign(&app, &og, &u).await;
+    let mut mine = Vec::new();
+    for (g, s) in [
+        (&g1, json!("new")),
+        (&g1, json!("contacted")),
+        (&g2, json!("qualified")),
+        (&g2, json!(null)),
+        (&g2, json!("new")),
+    ] {
+        mine.push(new_lead(&app, &u, json!({"agent_id": g, "status": s})).await["id"].clone());
+    }
+    for (g, s) in [(&og, "new"), (&og, "converted"), (&og2, "new")] {
+        new_lead(&app, &other, json!({"agent_id": g, "status": s})).await;
+    }
+    // An admin's lead under another user's genie, for u.
+    new_lead(
+        &app,
+        &admin,
+        json!({"agent_id": og, "user_id": u.id, "status": "converted"}),
+    )
+    .await;
+    for who in [&u, &other] {
+        check_counts(&app, who, "the creates").await;
+    }
+    // An admin moves one of u's leads to a genie of other's that u is not assigned to.
+    app.call(
+        &admin.token,
+        "leads",
+        "update",
+        Some(mine[0].clone()),
+        json!({"agent_id": og2, "status": "converted"}),
+    )
+    .await
+    .ok(200);
+    // A status change, and a delete.
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(mine[2].clone()),
+        json!({"status": "new"}),
+    )
+    .await
+    .ok(200);
+    app.call(
+        &u.token,
+        "leads",
+        "delete",
+        Some(mine[1].clone()),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    for who in [&u, &other] {
+        check_counts(&app, who, "moves, updates and a delete").await;
+    }
+    // Genies deleted with their leads: one u is assigned to, one u owns.
+    app.call(&other.token, "genies", "delete", Some(json!(og)), json!({}))
+        .await
+        .ok(200);
+    app.call(&u.token, "genies", "delete", Some(json!(g2)), json!({}))
+        .await
+        .ok(200);
+    for who in [&u, &other] {
+        check_counts(&app, who, "the genies' deletes").await;
+    }
+    assert_eq!(
+        counted(&app, &u).await,
+        json!({"total": 0, "by_status": {"new": 0, "contacted": 0, "qualified": 0, "converted": 0}}),
+        "u's remaining genie has no leads left"
+    );
 }
