@@ -84,9 +84,9 @@ declare -A IR
 for s in $SCENARIOS; do
   body=$(body_of "$s")
   drive "$body" 100 # warm: pools, statement caches, the allocator, the versions' first snapshot
-  callgrind_control -z "$PID" >/dev/null
+  callgrind_control -z "$PID" >/dev/null 2>&1
   drive "$body" "$N"
-  callgrind_control -d "$s" "$PID" >/dev/null
+  callgrind_control -d "$s" "$PID" >/dev/null 2>&1
   dump=$(ls -t "$WORK"/cg.*.* | head -1)
   mv "$dump" "$WORK/$s.callgrind"
   ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$WORK/$s.callgrind")

@@ -219,19 +219,38 @@ async fn concurrent_updates_do_not_lose_changes() {
     let u = app.standard().await;
     let g = create(&app, &u.token, json!({"genieName": "Busy"})).await;
     let id = g["id"].clone();
+    // Most change what genied keeps alone (one write each, committed together); every third
+    // also changes the prompt, which the provider must hear of first (the exclusive path).
     let calls = (0..12).map(|i| {
-        let data = json!({"settings": {"custom": {format!("k{i}"): i}}});
+        let mut data = json!({"settings": {"custom": {format!("k{i}"): i}}});
+        if i % 3 == 0 {
+            data["systemPrompt"] = json!(format!("prompt {i}"));
+        }
         app.call(&u.token, "genies", "update", Some(id.clone()), data)
     });
     for r in futures::future::join_all(calls).await {
         r.ok(200);
     }
     let r = app
-        .call(&u.token, "genies", "get", Some(id), json!({}))
+        .call(&u.token, "genies", "get", Some(id.clone()), json!({}))
         .await;
-    let custom = r.ok(200)["genie"]["settings"]["custom"]
-        .as_object()
-        .unwrap()
-        .clone();
+    let genie = r.ok(200)["genie"].clone();
+    let custom = genie["settings"]["custom"].as_object().unwrap().clone();
     assert_eq!(custom.len(), 12, "{custom:?}");
+    // The provider holds what genied holds: the prompt pushed last is the one stored.
+    let agent = local_agent(&app, &external_id(&app, id.as_str().unwrap()).await)
+        .await
+        .unwrap();
+    assert_eq!(agent["spec"]["system_prompt"], genie["system_prompt"]);
+    assert!(
+        genie["system_prompt"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("prompt ")),
+        "{genie}"
+    );
+    // One version per prompt change (custom settings are not versioned), besides the first.
+    let versions = app
+        .call(&u.token, "genies", "versions", Some(id), json!({}))
+        .await;
+    assert_eq!(versions.ok(200)["count"], json!(5));
 }
