@@ -248,10 +248,35 @@ pub fn list(
 }
 
 /// Every match, whatever the cursor: the arms are disjoint, so their counts add up.
+///
+/// With no filter but the status, the first arm (every conversation, or the user's own) is
+/// read from `conversation_counts`, kept by triggers per user and status, instead of counted.
 pub fn count(c: &Connection, f: &Filter) -> rusqlite::Result<i64> {
+    let kept =
+        f.genie_id.is_none() && f.channel.is_none() && f.since.is_none() && f.until.is_none();
     let mut p: Vec<SqlValue> = Vec::new();
     let mut parts = Vec::new();
-    for (arm, ap) in arms(f, false) {
+    for (i, (arm, ap)) in arms(f, false).into_iter().enumerate() {
+        if kept && i == 0 {
+            let mut w = Vec::new();
+            if let Scope::Readable(u) = &f.scope {
+                w.push("k.user_id = ?");
+                p.push(u.clone().into());
+            }
+            if let Some(s) = &f.status {
+                w.push("k.status = ?");
+                p.push(s.clone().into());
+            }
+            let w = if w.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE {}", w.join(" AND "))
+            };
+            parts.push(format!(
+                "(SELECT CAST(COALESCE(SUM(k.n), 0) AS BIGINT) FROM conversation_counts k{w})"
+            ));
+            continue;
+        }
         parts.push(format!("(SELECT COUNT(*) {arm})"));
         p.extend(ap);
     }

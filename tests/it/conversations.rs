@@ -1081,3 +1081,117 @@ async fn a_sync_interrupted_mid_way_resumes_from_its_saved_position() {
     assert_eq!(fetched, ["r1", "r2", "r3", "r4", "r5"], "each fetched once");
     assert_eq!(app.count("conversations").await, 5);
 }
+
+/// What a user's `conversations all` covers, counted row by row (the oracle for the kept
+/// counts): their own, and those of genies assigned to them that they do not own.
+async fn conversations_counted(app: &TestApp, user: &User, status: Option<&str>) -> i64 {
+    let u = user.id.clone();
+    let by_status = status.map_or(String::new(), |s| format!(" AND c.status = '{s}'"));
+    app.state
+        .db
+        .read(move |c| {
+            Ok(c.query_row(
+                &format!(
+                    "SELECT COUNT(*) FROM conversations c
+                     WHERE (c.user_id = ?1 OR c.genie_id IN (SELECT genie_id FROM genie_assignments WHERE user_id = ?1)){by_status}"
+                ),
+                [&u],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn conversation_counts_follow_creates_status_changes_and_deletes() {
+    let app = TestApp::spawn().await;
+    let (u, other, admin) = (
+        app.standard().await,
+        app.standard().await,
+        app.admin().await,
+    );
+    let g = insert_genie(&app, &u, "Mine").await;
+    let og = insert_genie(&app, &other, "Theirs").await;
+    assign(&app, &og, &u).await;
+    let make = |who: &User, genie: &str, status: &str| {
+        let (token, data) = (
+            who.token.clone(),
+            json!({"genieId": genie, "status": status, "transcript": []}),
+        );
+        let app = &app;
+        async move {
+            app.call(&token, "conversations", "create", None, data)
+                .await
+                .ok(201)["conversation"]["id"]
+                .clone()
+        }
+    };
+    let mine = [
+        make(&u, &g, "done").await,
+        make(&u, &g, "done").await,
+        make(&u, &g, "failed").await,
+    ];
+    make(&other, &og, "done").await;
+    make(&other, &og, "failed").await;
+    let check = |step: &'static str| {
+        let app = &app;
+        let (u, other, admin) = (&u, &other, &admin);
+        async move {
+            for who in [u, other] {
+                for status in [None, Some("done"), Some("failed")] {
+                    let mut data = json!({"limit": 1});
+                    if let Some(s) = status {
+                        data["status"] = json!(s);
+                    }
+                    let r = app
+                        .call(&who.token, "conversations", "all", None, data)
+                        .await;
+                    assert_eq!(
+                        r.ok(200)["count"],
+                        json!(conversations_counted(app, who, status).await),
+                        "{step}: {status:?}"
+                    );
+                }
+            }
+            let r = app
+                .call(
+                    &admin.token,
+                    "conversations",
+                    "all",
+                    None,
+                    json!({"adminMode": true}),
+                )
+                .await;
+            assert_eq!(
+                r.ok(200)["count"],
+                json!(app.count("conversations").await),
+                "{step}: admin"
+            );
+        }
+    };
+    check("the creates").await;
+    // A status change (as a provider sync makes it) and a delete.
+    let id = mine[0].as_str().unwrap().to_string();
+    app.state
+        .db
+        .write(move |c| {
+            Ok(c.execute(
+                "UPDATE conversations SET status = 'failed' WHERE id = ?1",
+                [&id],
+            )?)
+        })
+        .await
+        .unwrap();
+    app.call(
+        &u.token,
+        "conversations",
+        "delete",
+        Some(mine[1].clone()),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    check("a status change and a delete").await;
+    assert_eq!(conversations_counted(&app, &u, Some("done")).await, 1);
+}
