@@ -523,7 +523,10 @@ fn scale_seed(
         &genie_ids[u + users * ((k / users) % per_user)]
     };
     seed_in_batches(&db, leads, "leads", |c, k| {
-        let (name, email, phone, status, priority) = lead_values(k);
+        let (name, email, phone, _, priority) = lead_values(k);
+        // Statuses in turn within each user's leads: taken from `k` itself, a user's leads
+        // (every `users`-th) would all have one status when `users` is a multiple of four.
+        let status = STATUSES[(k / users) % STATUSES.len()];
         let fields: db::leads::Fields = vec![
             ("agent_id", SqlValue::from(genie_of(k).clone())),
             ("user_id", SqlValue::from(user_ids[k % users].clone())),

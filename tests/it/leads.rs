@@ -1496,3 +1496,48 @@ async fn a_users_own_counts_follow_leads_across_owners_assignments_and_deletions
         "u's remaining genie has no leads left"
     );
 }
+
+#[tokio::test]
+async fn a_user_with_many_genies_lists_and_counts_the_same_leads() {
+    // Past db::leads' GENIE_SET_MAX (500) genies, the listing asks each row whether its
+    // genie is the user's instead of testing it against the set of their genies.
+    let app = TestApp::spawn().await;
+    let (u, other) = (app.standard().await, app.standard().await);
+    let g = insert_genie(&app, &u, "Busy").await;
+    let og = insert_genie(&app, &other, "Shared").await;
+    let og2 = insert_genie(&app, &other, "Not shared").await;
+    assign(&app, &og, &u).await;
+    let uid = u.id.clone();
+    app.state
+        .db
+        .write(move |c| {
+            let at = genied::db::now();
+            for i in 0..510 {
+                c.execute(
+                    "INSERT INTO genies (id, user_id, name, name_lower, llm_model, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, lower(?3), 'gpt-4o-mini', ?4, ?4)",
+                    rusqlite::params![genied::db::new_id(), uid, format!("Idle {i}"), at],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    for (who, genie, status) in [
+        (&u, &g, "new"),
+        (&u, &g, "converted"),
+        (&u, &g, "new"),
+        (&other, &og, "new"),
+        (&other, &og, "converted"),
+        (&other, &og2, "new"),
+    ] {
+        new_lead(&app, who, json!({"agent_id": genie, "status": status})).await;
+    }
+    for who in [&u, &other] {
+        check_counts(&app, who, "many genies").await;
+    }
+    let mine = app
+        .call(&u.token, "leads", "all", None, json!({"limit": 500}))
+        .await;
+    assert_eq!(mine.ok(200)["leads"].as_array().unwrap().len(), 5);
+}
