@@ -405,7 +405,7 @@ pub async fn apply(
     let first = app
         .db
         .write(move |c| {
-            let (old, docs, new_docs, _) = read_for_change(c, &id, documents.as_deref())?;
+            let (old, docs, new_docs) = read_for_change(c, &id, documents.as_deref())?;
             let mut row = old.clone();
             edit(&mut row)?;
             row.updated_at = db::now();
@@ -436,14 +436,9 @@ pub async fn apply(
     })
 }
 
-/// The genie, its documents, the documents it will have (`documents`: the new ids, of which
-/// those still attachable; `None`: the same), and its provider.
-type ForChange = (
-    GenieRow,
-    Vec<repo::AttachedDoc>,
-    Vec<repo::AttachedDoc>,
-    Option<String>,
-);
+/// The genie, its documents, and the documents it will have (`documents`: the new ids, of
+/// which those still attachable; `None`: the same).
+type ForChange = (GenieRow, Vec<repo::AttachedDoc>, Vec<repo::AttachedDoc>);
 
 fn read_for_change(
     c: &db::sql::Connection,
@@ -456,9 +451,7 @@ fn read_for_change(
         Some(ids) => db::genie_versions::attachable(c, &g.user_id, ids)?,
         None => docs.clone(),
     };
-    // Read here rather than by `agents::voice_for`: one trip fewer.
-    let provider = db::genie_providers::get(c, id)?.provider;
-    Ok((g, docs, new_docs, provider))
+    Ok((g, docs, new_docs))
 }
 
 /// What [`apply`]'s first transaction decided.
@@ -484,9 +477,13 @@ async fn push_then_store(
 ) -> ApiResult<(GenieRow, Stored)> {
     let _guard = crate::knowledge::agents::lock_genie(genie_id).await;
     let id = genie_id.to_string();
-    let (old, docs, new_docs, provider) = app
+    // The provider read with the genie rather than by `agents::voice_for`: one trip fewer.
+    let ((old, docs, new_docs), provider) = app
         .db
-        .read(move |c| read_for_change(c, &id, documents.as_deref()))
+        .read(move |c| {
+            let change = read_for_change(c, &id, documents.as_deref())?;
+            Ok((change, db::genie_providers::get(c, &id)?.provider))
+        })
         .await?;
     let mut row = old.clone();
     edit(&mut row)?;

@@ -420,6 +420,18 @@ async fn only_an_event_something_subscribes_to_is_written_to_the_outbox() {
         }
     };
 
+    // An event-triggered worker genie of `u`'s on `event_type`.
+    let worker = |event_type: &str| {
+        let data = json!({"name": format!("on {event_type}"), "soul_prompt": "x",
+                          "trigger_type": "event", "event_type": event_type});
+        let (app, token) = (&app, u.token.clone());
+        async move {
+            app.call(&token, "worker-genies", "create", None, data)
+                .await
+                .ok(201);
+        }
+    };
+
     // Nothing listens: the change commits and in-process observers see its event, but no
     // outbox row is written.
     let mut events = app.state.bus.subscribe();
@@ -434,30 +446,12 @@ async fn only_an_event_something_subscribes_to_is_written_to_the_outbox() {
     hook(u.token.clone(), json!(["genie.*"]), true).await;
     hook(u.token.clone(), json!(["lead.created"]), false).await;
     hook(other.token.clone(), json!(["lead.*"]), true).await;
-    app.call(
-        &u.token,
-        "worker-genies",
-        "create",
-        None,
-        json!({"name": "on update", "soul_prompt": "x", "trigger_type": "event",
-               "event_type": "lead.updated"}),
-    )
-    .await
-    .ok(201);
+    worker("lead.updated").await;
     create("still nobody").await.ok(201);
     assert_eq!(outboxed_leads(&store), Vec::<Option<String>>::new());
 
     // A worker genie triggered by the type: recorded, and its run queued.
-    app.call(
-        &u.token,
-        "worker-genies",
-        "create",
-        None,
-        json!({"name": "on create", "soul_prompt": "x", "trigger_type": "event",
-               "event_type": "lead.created"}),
-    )
-    .await
-    .ok(201);
+    worker("lead.created").await;
     create("for the worker").await.ok(201);
     assert_eq!(outboxed_leads(&store), vec![Some("for the worker".into())]);
     // Fanned out before the webhook below exists (the fan-out goes to whoever subscribes
