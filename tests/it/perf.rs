@@ -122,7 +122,8 @@ async fn a_revocation_is_seen_by_the_next_request_every_time() {
     }
 }
 
-#[tokio::test]
+// Multi-threaded, so that writes run both in place (while the writer is idle) and queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writes_fail_and_roll_back_one_by_one() {
     let app = TestApp::spawn().await;
     let db = app.state.db.clone();
@@ -174,7 +175,37 @@ async fn concurrent_writes_fail_and_roll_back_one_by_one() {
     assert_eq!(kept, expected);
 }
 
+/// Where a write ran: a runtime worker's thread, or the writer thread.
+async fn writer_thread_name(db: &db::Db) -> Option<String> {
+    db.write(|_| Ok(std::thread::current().name().map(str::to_string)))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_while_the_writer_is_idle_runs_on_the_callers_thread() {
+    let app = TestApp::spawn().await;
+    // Background work of the start-up may still be writing: one of a few writes in a row
+    // finds the writer idle.
+    let mut places = Vec::new();
+    for _ in 0..20 {
+        places.push(writer_thread_name(&app.state.db).await);
+    }
+    assert!(
+        places.iter().any(|n| n.as_deref() != Some("genied-writer")),
+        "every write went through the writer thread: {places:?}"
+    );
+}
+
 #[tokio::test]
+async fn a_write_from_a_single_threaded_runtime_goes_to_the_writer_thread() {
+    // A worker of a current-thread runtime may not block: the write is queued.
+    let app = TestApp::spawn().await;
+    let name = writer_thread_name(&app.state.db).await;
+    assert_eq!(name.as_deref(), Some("genied-writer"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_write_changes_nothing_and_the_writer_goes_on() {
     let app = TestApp::spawn().await;
     let user = app.standard().await;
