@@ -293,7 +293,7 @@ strip -o "$WORK/genied.stripped" "$GENIED" 2>/dev/null && G_SIZE=$(stat -c %s "$
   || G_SIZE=$(stat -c %s "$GENIED")
 P_SIZE=""; P_VER=""
 [[ -n "$PB" ]] && { P_SIZE=$(stat -c %s "$(readlink -f "$PB")"); P_VER=$("$PB" --version | awk '{print $NF}'); }
-G_LINK=$(file -b "$GENIED" | grep -o 'statically linked\|dynamically linked\|static-pie linked' || echo '?')
+G_LINK=$(file -bL "$GENIED" | grep -o 'statically linked\|dynamically linked\|static-pie linked' || echo '?')
 cat >"$OUT/footprint.json" <<EOF
 {"genied": {"binary_bytes": $G_SIZE, "linking": "$G_LINK", "idle_rss_kb": $G_IDLE, "peak_rss_kb": $G_PEAK, "rss_after_load_kb": $G_NOW,
             "ready_ms_empty": $G_READY_EMPTY, "ready_ms_seeded": $G_READY},
