@@ -12,9 +12,10 @@ does; SEPARATE_AUDIT=1: the audit row in a second one, as before; since V33 the 
 log entry is two columns of its row, not a lead_activities row), and the search indexer's batch every 500 creates (when the schema has one), with
 the service's pragmas and no automatic checkpoint, so that the WAL of 1,000 creates at steady
 state can be measured. Typical lead: name, email, phone, status, priority.
+Then the WAL frames of 100 more creates, by the table or index each frame is a page of.
 It prints figures; it never fails on them.
 """
-import datetime, os, random, shutil, sqlite3, subprocess, sys, tempfile, uuid
+import collections, datetime, os, random, shutil, sqlite3, struct, subprocess, sys, tempfile, uuid
 
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 target = os.environ.get('CARGO_TARGET_DIR', os.path.join(root, 'target'))
@@ -122,6 +123,24 @@ print(f'database file: {os.path.getsize(path) / total:,.0f} bytes per lead in al
 for name, b in rows:
     if b / total >= 1:
         print(f'  {name:34s} {b / total:7.1f} bytes per lead')
+
+# Which b-trees the WAL frames of a create are pages of: each frame is one whole page
+# written, so a create's WAL is pages touched (and split), not bytes changed.
+c.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+sample = 100
+run(total + 10, total + 10 + sample)
+page_size = c.execute('PRAGMA page_size').fetchone()[0]
+owner = {page: name for name, page in c.execute('SELECT name, pageno FROM dbstat')}
+frames = collections.Counter()
+with open(path + '-wal', 'rb') as f:
+    wal_bytes = f.read()
+for off in range(32, len(wal_bytes) - 23, 24 + page_size):  # 32-byte header; 24 per frame
+    page = struct.unpack('>I', wal_bytes[off:off + 4])[0]
+    frames[owner.get(page, 'other (freelist, new pages)')] += 1
+print(f'WAL frames per create, by b-tree ({sample} creates, no indexer batch among them):'
+      f' {sum(frames.values()) / sample:.1f}')
+for name, n_frames in frames.most_common():
+    print(f'  {name:34s} {n_frames / sample:5.2f}')
 c.close()
 if os.environ.get('KEEP'):
     print(f'kept: {path}')

@@ -491,7 +491,8 @@ impl Lite {
     /// the job back otherwise, for the queue.
     ///
     /// The queue costs a write two thread wake-ups, the writer's and then the caller's: at
-    /// one client on this 2-core VM they were most of a lead create's latency. A write run
+    /// one client on a 2-core VM, where a wake-up takes tens of microseconds, they were
+    /// much of a lead create's latency (docs/performance.md, round six). A write run
     /// here is a group of one, committed exactly as the writer thread would; under load the
     /// queue is rarely empty and writes still go to the writer, grouped.
     fn write_here(&self, job: Job) -> Option<Job> {
