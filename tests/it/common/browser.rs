@@ -140,12 +140,14 @@ async fn chromium_async() -> PathBuf {
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
-/// A Chromium command with its own profile directory, also its `HOME` (see the module doc).
+/// A Chromium command with its own profile directory, also its `HOME` (see the module doc)
+/// and its `TMPDIR`, so the temporary directories it makes go when the profile does.
 fn chromium_command(bin: PathBuf, profile: &Path) -> Command {
     let mut cmd = Command::new(bin);
     cmd.args(FLAGS)
         .arg(format!("--user-data-dir={}", profile.display()))
-        .env("HOME", profile);
+        .env("HOME", profile)
+        .env("TMPDIR", profile);
     cmd
 }
 
