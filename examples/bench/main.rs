@@ -12,7 +12,8 @@
 //!   one of `E` and U-1 more), G genies, N leads, C conversations with transcripts and K
 //!   completed documents of generated text (three chunks each, indexed for full-text search),
 //!   shared out round robin between the users; through genied's db layer in transactions of
-//!   20,000 rows; then the leads' search index, as the service's indexer would build it. Writes the ids of `E`'s leads to F and prints `{"genie_id", "search"}`.
+//!   20,000 rows; then the leads' search index, as the service's indexer would build it.
+//!   Writes the ids of `E`'s leads to F and prints `{"genie_id", "search"}`.
 //! - `pocketbase-setup --url URL ... --leads N --ids-out F`: creates the user, the `genies`
 //!   and `leads` collections (owner-only rules, the spec's lead fields) and the `lead_stats`
 //!   view through the superuser API, seeds N leads through the batch API, signs the user in,
@@ -458,8 +459,8 @@ fn seed_in_batches(
 }
 
 /// Builds the seeded leads' search index, as the service's indexer would after the next
-/// start: measured reads must not share the machine with that backlog (a million leads took
-/// minutes of the indexer's writes, all through the scale run's measurements).
+/// start: measured reads must not share the machine with that backlog (left to the service,
+/// a million pending leads kept its indexer writing while the scale run measured).
 fn index_leads(db: &genied::db::Db) -> anyhow::Result<()> {
     let t = Instant::now();
     while db
