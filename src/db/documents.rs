@@ -176,6 +176,21 @@ pub fn fts_query(text: &str) -> Option<String> {
     Some(words.join(" "))
 }
 
+/// The SQLite FTS5 query for `words` (an FTS5 expression) among the chunks `scope` reads.
+/// The index's `readers` column (migration V36) holds each chunk's owner token and `pub` for
+/// a public document, so FTS5 leaves other users' chunks out before anything is ranked; the
+/// SQL's own conditions on `documents` still decide, the tokens only narrow the candidates.
+/// `content :` keeps the words from matching the tokens.
+fn readable_match(scope: &Scope, words: &str) -> String {
+    if scope.all {
+        format!("content : ({words})")
+    } else {
+        // 'u' || hex(user_id) in the view: one token, whatever characters the id has.
+        let owner = hex::encode_upper(&scope.user_id);
+        format!("readers : (\"u{owner}\" OR \"pub\") AND content : ({words})")
+    }
+}
+
 /// An FTS5 query of quoted words (`"a" "b"` all, `"a" OR "b"` any) as a PostgreSQL
 /// `to_tsquery` text: the same words, joined by `&` or `|`.
 fn pg_tsquery(fts: &str) -> String {
@@ -231,7 +246,7 @@ pub fn list(
                         .into(),
                 );
                 p.push(SqlValue::Text(like));
-                p.push(SqlValue::Text(q));
+                p.push(SqlValue::Text(readable_match(scope, &q)));
             }
             None => {
                 wh.push("d.name LIKE ? ESCAPE '\\'".into());
@@ -500,7 +515,7 @@ pub fn search(
     limit: i64,
 ) -> rusqlite::Result<Vec<Hit>> {
     let (cond, vis) = scope.visible();
-    let mut p: Vec<SqlValue> = vec![SqlValue::Text(fts.to_string())];
+    let mut p: Vec<SqlValue> = vec![SqlValue::Text(readable_match(scope, fts))];
     p.extend(vis);
     let mut genie_cond = String::new();
     if let Some(g) = genie_id {
@@ -525,9 +540,11 @@ pub fn search(
              ORDER BY rank, ch.id LIMIT ?"
         )
     } else {
+        // bm25's weights: the words' column counts, the readers tokens (matched by every
+        // candidate alike) do not.
         format!(
         "SELECT d.id, d.name, ch.seq, snippet(document_chunks_fts, 0, '[', ']', '…', 16), ch.content,
-                bm25(document_chunks_fts) AS rank
+                bm25(document_chunks_fts, 1.0, 0.0) AS rank
          FROM document_chunks_fts
          JOIN document_chunks ch ON ch.id = document_chunks_fts.rowid
          JOIN documents d ON d.id = ch.document_id
