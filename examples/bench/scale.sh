@@ -97,8 +97,8 @@ for users in $SCALE_USERS; do
     SEARCH=$(json "['search']" <<<"$SEED")
     S=$(start_genied "$D" "$tag"); PID=$(json "['pid']" <<<"$S"); PIDS+=("$PID")
     READY=$(json "['ready_ms']" <<<"$S")
-    # The first start after a seed has work of its own (the seed's genies get their
-    # provider rows); the figures are of the server at rest, as they are after any start.
+    # Anything a start leaves running in the background is done before measuring: the
+    # figures are of the server at rest.
     wait_idle "$PID"
     IDLE=$(rss_kb "$PID" VmRSS)
     mine=$(wc -l <"$WORK/ids")
