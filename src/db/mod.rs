@@ -290,8 +290,7 @@ impl Db {
             // The span covers the wait for the write lock too: on PostgreSQL that wait is
             // part of the write, as the queue before the writer thread is on SQLite.
             Engine::Postgres(p) => {
-                let p = p.clone();
-                let write = run_blocking(move || p.write_now(f));
+                let write = p.write(f);
                 if crate::telemetry::trace::enabled() {
                     use tracing::Instrument;
                     write.instrument(tracing::info_span!("db.write")).await

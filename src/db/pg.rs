@@ -27,6 +27,9 @@ pub const WRITE_LOCK: i64 = 0x6765_6e69_6564_0001;
 /// every write hanging. Longer than SQLite's 5 s, because on PostgreSQL this instance's own
 /// writes queue on the lock too (SQLite queues them on its writer thread, unbounded).
 const WRITE_LOCK_WAIT: &str = "30s";
+/// Longest wait for this instance's turn to write (see [`PgDb::write`]), before the wait
+/// for the lock itself.
+const WRITE_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Key of the session lock held while migrations run, so that one instance applies them.
 const MIGRATE_LOCK: i64 = 0x6765_6e69_6564_0002;
 /// Prepared statements kept per connection; dynamic SQL beyond this starts a new cache.
@@ -437,6 +440,8 @@ pub fn error(e: postgres::Error, sql: &str) -> rusqlite::Error {
 #[derive(Clone)]
 pub struct PgDb {
     pool: r2d2::Pool<Manager>,
+    /// This instance's turn to write: one permit (see [`PgDb::write`]).
+    turn: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl PgDb {
@@ -452,7 +457,10 @@ impl PgDb {
             .min_idle(Some(1))
             .test_on_check_out(false)
             .build(Manager(config))?;
-        Ok(PgDb { pool })
+        Ok(PgDb {
+            pool,
+            turn: std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
+        })
     }
 
     fn migrate_with(config: &postgres::Config) -> anyhow::Result<Vec<i32>> {
@@ -517,12 +525,46 @@ impl PgDb {
         f(&super::Connection::postgres(&s))
     }
 
+    /// `write_now` for async callers, in this instance's turn. Writes are serial anyway (the
+    /// advisory lock), so this instance's writes queue here, in memory, and only the one
+    /// whose turn it is takes a pooled connection to wait for the lock. Without the turn
+    /// every queued write held a connection of its own while it waited, and reads found the
+    /// pool empty behind a write that another instance (or a stuck session) held up.
+    /// A caller that gives up (a timeout dropping this future) leaves nothing behind while
+    /// it waits for the turn; once the write has started it runs to its end, holding the
+    /// turn until then. The `_blocking` path (start-up, the CLI) takes no turn.
+    pub async fn write<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&super::Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        let waiting = Waiting::start();
+        let turn =
+            match tokio::time::timeout(WRITE_TURN_WAIT, self.turn.clone().acquire_owned()).await {
+                Ok(Ok(turn)) => turn,
+                Ok(Err(_)) => return Err(ApiError::internal("database: the write turn is closed")),
+                Err(_) => {
+                    return Err(ApiError::internal(format!(
+                        "database: no turn to write within {} s (the write before it is still \
+                     waiting for PostgreSQL's write lock or still running)",
+                        WRITE_TURN_WAIT.as_secs()
+                    )));
+                }
+            };
+        let this = self.clone();
+        super::run_blocking(move || {
+            let _turn = turn;
+            this.write_waiting(f, waiting)
+        })
+        .await
+    }
+
     /// One transaction on a pooled connection, after the write lock: what SQLite's single
     /// writer guarantees (writes never interleave), across every instance.
     ///
     /// Metrics as on SQLite, with the meaning this engine gives them: a write is in
-    /// `genied_db_write_queue_depth` while it waits its turn (for a pooled connection, then
-    /// for the write lock), as a SQLite write is while queued for the writer thread; and
+    /// `genied_db_write_queue_depth` while it waits its turn (this instance's turn, a
+    /// pooled connection, then the write lock), as a SQLite write is while queued for the writer thread; and
     /// `genied_db_commit_duration_seconds` takes the time of each transaction's COMMIT (one
     /// write per commit here, where SQLite commits a group). Both are in-process counters
     /// around statements that run anyway: no extra round trip.
@@ -530,7 +572,15 @@ impl PgDb {
         &self,
         f: impl FnOnce(&super::Connection<'_>) -> ApiResult<T>,
     ) -> ApiResult<T> {
-        let waiting = Waiting::start();
+        self.write_waiting(f, Waiting::start())
+    }
+
+    /// `write_now` for a write already counted as waiting.
+    fn write_waiting<T>(
+        &self,
+        f: impl FnOnce(&super::Connection<'_>) -> ApiResult<T>,
+        waiting: Waiting,
+    ) -> ApiResult<T> {
         let mut s = self.pool.get()?;
         let begin = format!(
             "BEGIN; SET LOCAL lock_timeout = '{WRITE_LOCK_WAIT}'; \
