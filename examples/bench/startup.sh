@@ -34,11 +34,16 @@ start() {
     "$GENIED" --data-dir "$DATA" serve --listen "127.0.0.1:$PORT" \
     --rate-limit-per-minute 0 --session-rate-limit-per-minute 0
 }
+gone() { # the process has exited: no longer there, or a zombie its parent has not reaped yet
+  [[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" =~ ^(Z|X|)$ ]]
+}
 stop() { # prints the ms SIGTERM took
   local t0 t1
   t0=$(date +%s%N)
   kill -TERM "$1"
-  while kill -0 "$1" 2>/dev/null; do sleep 0.01; done
+  # Until the process has exited, not until it is reaped: `bench start` leaves the server to
+  # the init process, which on some machines reaps its orphans a second or two later.
+  until gone "$1"; do sleep 0.005; done
   t1=$(date +%s%N)
   echo $(((t1 - t0) / 1000000))
 }
