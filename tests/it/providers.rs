@@ -458,3 +458,62 @@ async fn retell_calls_and_providers_that_cannot_call() {
         r.body
     );
 }
+
+/// A genie stored before genies had provider rows is pinned, at the next start, to the
+/// provider that start has as its default (in the background, beside the start), so a later
+/// change of the default does not move it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_genie_without_a_provider_row_is_pinned_to_the_default_at_the_next_start() {
+    let fake = FakeVapi::start().await;
+    let base = fake.base.clone();
+    let app = TestApp::spawn_with(move |c| {
+        c.vapi_base_url = base;
+        c.vapi_api_key = Some(genied::config::Secret(vapi::KEY.into()));
+        c.provider_retry_base_ms = 5;
+    })
+    .await;
+    let u = app.standard().await;
+    let old = create(&app, &u.token, json!({"genieName": "Old"})).await;
+    let id = old.clone();
+    let rows = move |app: &TestApp| {
+        let id = id.clone();
+        let db = app.state.db.clone();
+        async move {
+            db.read(move |c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*) FROM genie_providers WHERE genie_id = ?1 AND provider = 'local'",
+                    [&id],
+                    |r| r.get::<_, i64>(0),
+                )?)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(rows(&app).await, 1);
+    // As if written before provider rows existed.
+    let id = old.clone();
+    app.state
+        .db
+        .write(move |c| Ok(c.execute("DELETE FROM genie_providers WHERE genie_id = ?1", [&id])?))
+        .await
+        .unwrap();
+    assert_eq!(rows(&app).await, 0);
+
+    let app = app.restart().await;
+    let end = std::time::Instant::now() + process::DEADLINE;
+    while rows(&app).await == 0 {
+        assert!(
+            std::time::Instant::now() < end,
+            "the genie was not pinned after the start"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The default moves to Vapi: the pinned genie stays local.
+    let app = app.restart_with(|c| c.voice_provider = "vapi".into()).await;
+    let g = app
+        .call(&u.token, "genies", "get", Some(json!(old)), json!({}))
+        .await;
+    assert_eq!(g.ok(200)["genie"]["provider"], json!("local"));
+    assert_eq!(fake.assistant_count(), 0, "nothing went to Vapi");
+}
