@@ -564,10 +564,10 @@ impl PgDb {
     ///
     /// Metrics as on SQLite, with the meaning this engine gives them: a write is in
     /// `genied_db_write_queue_depth` while it waits its turn (this instance's turn, a
-    /// pooled connection, then the write lock), as a SQLite write is while queued for the writer thread; and
-    /// `genied_db_commit_duration_seconds` takes the time of each transaction's COMMIT (one
-    /// write per commit here, where SQLite commits a group). Both are in-process counters
-    /// around statements that run anyway: no extra round trip.
+    /// pooled connection, then the write lock), as a SQLite write is while queued for the
+    /// writer thread; and `genied_db_commit_duration_seconds` takes the time of each
+    /// transaction's COMMIT (one write per commit here, where SQLite commits a group). Both
+    /// are in-process counters around statements that run anyway: no extra round trip.
     pub fn write_now<T>(
         &self,
         f: impl FnOnce(&super::Connection<'_>) -> ApiResult<T>,
