@@ -322,9 +322,9 @@ async fn db_figures(http: &reqwest::Client, mbase: &str) -> (Option<f64>, f64) {
 /// waiting (the three requests among them), of which only one waits on the server with a
 /// pooled connection (the others wait for this instance's turn in memory), so a read still
 /// finds a connection in a pool of two; once the lock goes they commit, each COMMIT in the
-/// histogram, and the gauge is back at 0. On SQLite the writer takes a write off the gauge before it waits for the
-/// file's lock (the gauge counts the queue before the writer), so there the scrape test
-/// above is the check.
+/// histogram, and the gauge is back at 0. On SQLite the writer takes a write off the gauge
+/// before it waits for the file's lock (the gauge counts the queue before the writer), so
+/// there the scrape test above is the check.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_write_queue_depth_counts_the_writes_waiting_for_the_postgres_write_lock() {
     if !crate::common::postgres::enabled() {
