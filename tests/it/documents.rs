@@ -1088,6 +1088,18 @@ async fn found(app: &TestApp, u: &User, query: &str) -> Vec<String> {
     ids
 }
 
+async fn set_public(app: &TestApp, u: &User, id: &str, public: bool) {
+    app.call(
+        &u.token,
+        KB,
+        "update",
+        Some(json!(id)),
+        json!({"mode": "data", "is_public": public}),
+    )
+    .await
+    .ok(200);
+}
+
 fn sorted(ids: &[&String]) -> Vec<String> {
     let mut v: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
     v.sort();
@@ -1128,15 +1140,7 @@ async fn search_follows_who_may_read_as_documents_turn_public_private_and_go() {
     .await;
     let shared = create_text(&app, &bob, "Facts", "Zebracorn facts for everyone.").await;
     let secret = create_text(&app, &bob, "Secrets", "Zebracorn secrets, bob's only.").await;
-    app.call(
-        &bob.token,
-        KB,
-        "update",
-        Some(json!(shared)),
-        json!({"mode": "data", "is_public": true}),
-    )
-    .await
-    .ok(200);
+    set_public(&app, &bob, &shared, true).await;
     for (u, id) in [(&alice, &mine), (&bob, &shared), (&bob, &secret)] {
         assert_eq!(settle(&app, &u.token, id).await["status"], "completed");
     }
@@ -1162,17 +1166,8 @@ async fn search_follows_who_may_read_as_documents_turn_public_private_and_go() {
     assert!(found(&app, &bob, &bob_token).await.is_empty());
 
     // Bob opens the secret and closes the facts: alice's search follows both.
-    for (id, public) in [(&secret, true), (&shared, false)] {
-        app.call(
-            &bob.token,
-            KB,
-            "update",
-            Some(json!(id)),
-            json!({"mode": "data", "is_public": public}),
-        )
-        .await
-        .ok(200);
-    }
+    set_public(&app, &bob, &secret, true).await;
+    set_public(&app, &bob, &shared, false).await;
     assert_eq!(
         found(&app, &alice, "zebracorn").await,
         sorted(&[&mine, &secret])

@@ -47,6 +47,19 @@ pub async fn retell_app(fake: &FakeRetell) -> TestApp {
     .await
 }
 
+/// A service whose default provider is the local one, with Vapi (a fake) configured beside it.
+async fn local_beside_vapi() -> (FakeVapi, TestApp) {
+    let fake = FakeVapi::start().await;
+    let base = fake.base.clone();
+    let app = TestApp::spawn_with(move |c| {
+        c.vapi_base_url = base;
+        c.vapi_api_key = Some(genied::config::Secret(vapi::KEY.into()));
+        c.provider_retry_base_ms = 5;
+    })
+    .await;
+    (fake, app)
+}
+
 async fn create(app: &TestApp, token: &str, data: Value) -> String {
     app.call(token, "genies", "create", None, data)
         .await
@@ -183,15 +196,7 @@ async fn a_platform_without_its_key_refuses_to_start() {
 
 #[tokio::test]
 async fn genies_choose_their_provider_among_the_configured_ones() {
-    let fake = FakeVapi::start().await;
-    let base = fake.base.clone();
-    // Default local, Vapi configured beside it.
-    let app = TestApp::spawn_with(move |c| {
-        c.vapi_base_url = base;
-        c.vapi_api_key = Some(genied::config::Secret(vapi::KEY.into()));
-        c.provider_retry_base_ms = 5;
-    })
-    .await;
+    let (fake, app) = local_beside_vapi().await;
     let u = app.standard().await;
 
     let r = app
@@ -464,14 +469,7 @@ async fn retell_calls_and_providers_that_cannot_call() {
 /// change of the default does not move it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_genie_without_a_provider_row_is_pinned_to_the_default_at_the_next_start() {
-    let fake = FakeVapi::start().await;
-    let base = fake.base.clone();
-    let app = TestApp::spawn_with(move |c| {
-        c.vapi_base_url = base;
-        c.vapi_api_key = Some(genied::config::Secret(vapi::KEY.into()));
-        c.provider_retry_base_ms = 5;
-    })
-    .await;
+    let (fake, app) = local_beside_vapi().await;
     let u = app.standard().await;
     let old = create(&app, &u.token, json!({"genieName": "Old"})).await;
     let id = old.clone();
