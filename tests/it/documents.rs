@@ -798,15 +798,7 @@ async fn public_private_isolation_admin_mode_and_bulk_update() {
     let admin = app.admin().await;
     let private = create_text(&app, &alice, "Alice private", "secret sauce").await;
     let public = create_text(&app, &alice, "Alice public", "public recipe").await;
-    app.call(
-        &alice.token,
-        KB,
-        "update",
-        Some(json!(public)),
-        json!({"mode": "data", "is_public": true}),
-    )
-    .await
-    .ok(200);
+    set_public(&app, &alice, &public, true).await;
     // bob sees only the public one, cannot change it, cannot see the private one
     let r = app.call(&bob.token, KB, "all", None, json!({})).await;
     let list = r.ok(200);
