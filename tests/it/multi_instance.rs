@@ -361,14 +361,21 @@ async fn jobs_run_once_and_a_dead_instances_job_is_taken_over_after_its_lease() 
     let held = rx.hits.lock().unwrap()[20].0.clone();
     let (mut dead, survivor) = if owner == a.id { (a, b) } else { (b, a) };
     assert_eq!(owner, dead.id);
-    // Let the lease be renewed at least once while the job runs.
-    tokio::time::sleep(Duration::from_secs(LEASE_SECONDS)).await;
-    let lease_until = one(
-        &url,
-        "SELECT lease_until FROM jobs WHERE kind = 'webhook.deliver' AND status = 'running'",
-        vec![],
-    )
-    .unwrap();
+    // The lease is renewed while the job runs: its end moves later than the one first taken.
+    let first_lease = row[0][1].clone().expect("a running job has a lease");
+    let running_lease = || {
+        one(
+            &url,
+            "SELECT lease_until FROM jobs WHERE kind = 'webhook.deliver' AND status = 'running'",
+            vec![],
+        )
+        .unwrap()
+    };
+    until("the running job's lease to be renewed", || async {
+        running_lease() > first_lease
+    })
+    .await;
+    let lease_until = running_lease();
     let lease_end = chrono::DateTime::parse_from_rfc3339(&lease_until).unwrap();
     assert!(
         lease_end > chrono::Utc::now(),
