@@ -1098,25 +1098,6 @@ fn sorted(ids: &[&String]) -> Vec<String> {
     v
 }
 
-/// On SQLite, FTS5's own check that the full-text index holds exactly what the chunks and
-/// their documents say (an external-content index told the wrong old values when a row
-/// leaves keeps ghosts, which this finds).
-async fn index_is_whole(app: &TestApp) {
-    if app.state.config.postgres_url().is_some() {
-        return;
-    }
-    app.state
-        .db
-        .write(|c| {
-            Ok(c.execute(
-                "INSERT INTO document_chunks_fts (document_chunks_fts, rank) VALUES ('integrity-check', 1)",
-                [],
-            )?)
-        })
-        .await
-        .expect("the documents' search index matches their chunks");
-}
-
 #[tokio::test]
 async fn search_follows_who_may_read_as_documents_turn_public_private_and_go() {
     let app = TestApp::spawn().await;
@@ -1188,7 +1169,7 @@ async fn search_follows_who_may_read_as_documents_turn_public_private_and_go() {
         found(&app, &alice, "zebracorn").await,
         sorted(&[&mine, &secret])
     );
-    index_is_whole(&app).await;
+    app.fts_index_is_whole("document_chunks_fts").await;
 
     // Alice deletes hers; the admin deletes bob with all he owns.
     app.call(&alice.token, KB, "delete", Some(json!(mine)), json!({}))
@@ -1206,7 +1187,7 @@ async fn search_follows_who_may_read_as_documents_turn_public_private_and_go() {
     .ok(200);
     assert!(found(&app, &alice, "zebracorn").await.is_empty());
     assert_eq!(app.count("document_chunks").await, 0);
-    index_is_whole(&app).await;
+    app.fts_index_is_whole("document_chunks_fts").await;
 }
 
 #[tokio::test]
@@ -1234,7 +1215,7 @@ async fn documents_stored_before_the_readers_index_are_found_after_it() {
     let app = app.restart().await;
     assert_eq!(found(&app, &alice, "zebracorn").await, vec![mine]);
     assert_eq!(found(&app, &bob, "zebracorn").await, vec![his]);
-    index_is_whole(&app).await;
+    app.fts_index_is_whole("document_chunks_fts").await;
 }
 
 /// Puts SQLite's documents index back as it was before V36 (one column, content straight
