@@ -110,34 +110,12 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
     // rather than before it: until it is done such a genie already answers as the default
     // provider, which is what it gets pinned to, and every genie made since has its row.
     let default_provider = voice.default().name();
-    let adopt = {
-        let db = db.clone();
-        move || {
-            db.write_blocking(move |c| {
-                Ok(crate::db::genie_providers::adopt_unassigned(
-                    c,
-                    default_provider,
-                    &crate::db::now(),
-                )?)
-            })
-        }
-    };
-    let adopted = move |r: crate::error::ApiResult<usize>| match r {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(
-            count = n,
-            provider = default_provider,
-            "pinned genies without a provider row to the default provider"
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e.message, "could not pin genies without a provider row (tried again at the next start)")
-        }
-    };
     match tokio::runtime::Handle::try_current() {
         Ok(rt) => {
-            rt.spawn(async move { adopted(crate::db::run_blocking(adopt).await) });
+            let db = db.clone();
+            rt.spawn_blocking(move || adopt_unassigned(&db, default_provider));
         }
-        Err(_) => adopted(adopt()),
+        Err(_) => adopt_unassigned(&db, default_provider),
     }
     let state = Arc::new(AppInner {
         limits: RateLimits::new(&config, db.is_postgres().then(|| db.clone())),
@@ -219,6 +197,30 @@ pub async fn serve(
     }
     let _ = workers.await;
     Ok(())
+}
+
+/// Pins every genie without a provider row to `provider` (see `build`); a failure is
+/// logged, and the next start tries again.
+fn adopt_unassigned(db: &Db, provider: &'static str) {
+    let adopted = db.write_blocking(move |c| {
+        Ok(crate::db::genie_providers::adopt_unassigned(
+            c,
+            provider,
+            &crate::db::now(),
+        )?)
+    });
+    match adopted {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            count = n,
+            provider,
+            "pinned genies without a provider row to the default provider"
+        ),
+        Err(e) => tracing::warn!(
+            error = %e.message,
+            "could not pin genies without a provider row (tried again at the next start)"
+        ),
+    }
 }
 
 async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
