@@ -276,6 +276,28 @@ impl Db {
         }
     }
 
+    /// `read`, with every statement of `f` answered from one snapshot of the database.
+    ///
+    /// A plain `read` runs each statement on its own (autocommit), so a view made of several
+    /// queries can straddle a write committed between two of them: a campaign's counts from
+    /// before a dial and its open calls from after it. Views whose parts must agree read
+    /// here. On SQLite the snapshot is a deferred read transaction (no extra I/O, a WAL read
+    /// mark held until the end); on PostgreSQL a `REPEATABLE READ, READ ONLY` transaction,
+    /// two more round trips, which is why single-statement reads stay on `read`.
+    pub async fn read_snapshot<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        match &self.0 {
+            Engine::Sqlite(l) => l.read_with(f, true).await,
+            Engine::Postgres(p) => {
+                let p = p.clone();
+                run_blocking(move || p.read_snapshot_now(f)).await
+            }
+        }
+    }
+
     /// Runs `f` inside one write transaction; commits when `f` returns `Ok`, rolls back
     /// otherwise, so a failed action changes nothing. Writes never interleave: on SQLite
     /// they go through the one writer thread (group commit, see `Lite::write`); on
@@ -423,10 +445,26 @@ impl Lite {
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
+        self.read_with(f, false).await
+    }
+
+    /// `read`, inside one deferred transaction when `snapshot` (see `Db::read_snapshot`).
+    async fn read_with<T, F>(&self, f: F, snapshot: bool) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
         let pool = self.read.clone();
         let read = run_blocking_on(self.readers.handle(), move || {
             let conn = pool.get()?;
-            f(&Connection::sqlite(&conn))
+            if snapshot {
+                // Dropped without a commit (a rollback, also on a panic): nothing to keep,
+                // and the pooled connection never goes back holding an old snapshot.
+                let tx = conn.unchecked_transaction()?;
+                f(&Connection::sqlite(&tx))
+            } else {
+                f(&Connection::sqlite(&conn))
+            }
         });
         if crate::telemetry::trace::enabled() {
             use tracing::Instrument;

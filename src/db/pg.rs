@@ -40,7 +40,7 @@ pub struct PgClient {
     /// Always `Some` until dropped (see `Drop`).
     client: Option<postgres::Client>,
     stmts: HashMap<String, postgres::Statement>,
-    /// Inside `write_now`'s transaction, where a failed prepare would abort the whole
+    /// Inside a transaction (a write, a snapshot read), where a failed prepare would abort the whole
     /// transaction: there a first prepare runs under a savepoint.
     in_tx: bool,
 }
@@ -525,6 +525,18 @@ impl PgDb {
         f(&super::Connection::postgres(&s))
     }
 
+    /// `read_now` with every statement in one `REPEATABLE READ, READ ONLY` transaction: one
+    /// snapshot (see `Db::read_snapshot`). Ended with a rollback, which a read-only
+    /// transaction loses nothing by, also when `f` fails or panics.
+    pub fn read_snapshot_now<T>(
+        &self,
+        f: impl FnOnce(&super::Connection<'_>) -> ApiResult<T>,
+    ) -> ApiResult<T> {
+        let mut s = self.pool.get()?;
+        begin(&mut s, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+        run_and_end(s, false, f)
+    }
+
     /// `write_now` for async callers, in this instance's turn. Writes are serial anyway (the
     /// advisory lock), so this instance's writes queue here, in memory, and only the one
     /// whose turn it is takes a pooled connection to wait for the lock. Without the turn
@@ -582,39 +594,58 @@ impl PgDb {
         waiting: Waiting,
     ) -> ApiResult<T> {
         let mut s = self.pool.get()?;
-        let begin = format!(
-            "BEGIN; SET LOCAL lock_timeout = '{WRITE_LOCK_WAIT}'; \
-             SELECT pg_advisory_xact_lock({WRITE_LOCK}); SET LOCAL lock_timeout TO DEFAULT"
-        );
-        if let Err(e) = s.client().batch_execute(&begin) {
-            // The connection goes back to the pool: not inside a failed transaction.
-            let _ = s.client().batch_execute("ROLLBACK");
-            return Err(ApiError::from(error(e, "BEGIN")));
-        }
+        begin(
+            &mut s,
+            &format!(
+                "BEGIN; SET LOCAL lock_timeout = '{WRITE_LOCK_WAIT}'; \
+                 SELECT pg_advisory_xact_lock({WRITE_LOCK}); SET LOCAL lock_timeout TO DEFAULT"
+            ),
+        )?;
         // The lock is held: this write has started.
         drop(waiting);
-        s.in_tx = true;
-        let cell = RefCell::new(s);
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            f(&super::Connection::postgres(&cell))
-        }));
-        let mut s = cell.into_inner();
-        s.in_tx = false;
-        let ok = matches!(out, Ok(Ok(_)));
-        let end = if ok { "COMMIT" } else { "ROLLBACK" };
-        let commit = ok.then(std::time::Instant::now);
-        let ended = s.client().batch_execute(end);
-        if let Some(started) = commit {
-            crate::telemetry::prom::db_commit(started.elapsed());
-        }
-        match out {
-            Ok(Ok(v)) => match ended {
-                Ok(()) => Ok(v),
-                Err(e) => Err(ApiError::from(error(e, end))),
-            },
-            Ok(Err(e)) => Err(e),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        run_and_end(s, true, f)
+    }
+}
+
+/// Opens a transaction with `sql` (`BEGIN …`); on failure the connection goes back to the
+/// pool outside any transaction.
+fn begin(s: &mut PgSession, sql: &str) -> ApiResult<()> {
+    if let Err(e) = s.client().batch_execute(sql) {
+        let _ = s.client().batch_execute("ROLLBACK");
+        return Err(ApiError::from(error(e, "BEGIN")));
+    }
+    Ok(())
+}
+
+/// Runs `f` in the transaction `s` is in and ends it: COMMIT when `commit` and `f` returned
+/// `Ok`, ROLLBACK otherwise, also when `f` panics (before the panic goes on), so a pooled
+/// connection never goes back inside a transaction.
+fn run_and_end<T>(
+    mut s: PgSession,
+    commit: bool,
+    f: impl FnOnce(&super::Connection<'_>) -> ApiResult<T>,
+) -> ApiResult<T> {
+    s.in_tx = true;
+    let cell = RefCell::new(s);
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f(&super::Connection::postgres(&cell))
+    }));
+    let mut s = cell.into_inner();
+    s.in_tx = false;
+    let ok = commit && matches!(out, Ok(Ok(_)));
+    let end = if ok { "COMMIT" } else { "ROLLBACK" };
+    let committing = ok.then(std::time::Instant::now);
+    let ended = s.client().batch_execute(end);
+    if let Some(started) = committing {
+        crate::telemetry::prom::db_commit(started.elapsed());
+    }
+    match out {
+        Ok(Ok(v)) => match ended {
+            Ok(()) => Ok(v),
+            Err(e) => Err(ApiError::from(error(e, end))),
+        },
+        Ok(Err(e)) => Err(e),
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }
 

@@ -132,8 +132,17 @@ async fn load(ctx: &Ctx, id: &str) -> ApiResult<Campaign> {
         .await
 }
 
+/// The campaign as it is now: its row, counts and open calls read in one snapshot, so they
+/// agree with each other while dialing goes on (a dial moves a target to `calling` and opens
+/// its call in one transaction).
 async fn reply_view(ctx: &Ctx, k: Campaign) -> ApiResult<Value> {
-    ctx.db().read(move |c| Ok(svc::view(c, &k)?)).await
+    ctx.db()
+        .read_snapshot(move |c| {
+            // Removed since it was loaded: answer it as it was.
+            let k = repo::get(c, &k.id)?.unwrap_or(k);
+            Ok(svc::view(c, &k)?)
+        })
+        .await
 }
 
 fn check_range(field: &str, v: i64, lo: i64, hi: i64) -> ApiResult<i64> {
@@ -307,7 +316,7 @@ async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let user = (!admin).then(|| ctx.user_id().to_string());
     let (items, count) = ctx
         .db()
-        .read(move |c| {
+        .read_snapshot(move |c| {
             let (list, count) = repo::list(
                 c,
                 user.as_deref(),
