@@ -329,7 +329,8 @@ fn delivery_row(c: &Connection, r: &Row) -> rusqlite::Result<Delivery> {
     })
 }
 
-/// A delivery of one of the user's endpoints.
+/// A delivery of one of the user's endpoints, with its attempt log (a statement of its own:
+/// read it through `Db::read_snapshot` where attempts may be recorded meanwhile).
 pub fn delivery(c: &Connection, user_id: &str, id: &str) -> rusqlite::Result<Option<Delivery>> {
     let mut st = c.prepare(&format!(
         "SELECT {DELIVERY_COLS} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = ?1 AND w.user_id = ?2"

@@ -135,9 +135,11 @@ pub async fn overview(
 ) -> ApiResult<Value> {
     let f = filter(app, scope, genie_id, range).await?;
     let f2 = f.clone();
+    // One snapshot: an analysis stores the conversation's figures and the lead it made in
+    // one transaction, and the rates below divide one by the other.
     let (t, statuses) = app
         .db
-        .read(move |c| {
+        .read_snapshot(move |c| {
             let mut t = Totals::default();
             let mut statuses: std::collections::BTreeMap<String, i64> = Default::default();
             for piece in f2.pieces() {

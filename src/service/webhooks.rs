@@ -197,7 +197,7 @@ pub async fn test(
     let uid = user_id.to_string();
     let record = app
         .db
-        .read(move |c| Ok(repo::delivery(c, &uid, &delivery)?))
+        .read_snapshot(move |c| Ok(repo::delivery(c, &uid, &delivery)?))
         .await?;
     Ok((record, result))
 }
@@ -211,8 +211,10 @@ pub async fn deliveries(
     offset: i64,
 ) -> ApiResult<(Vec<Delivery>, i64)> {
     let (uid, id) = (user_id.to_string(), id.to_string());
+    // One snapshot: a delivery's row and its attempt log are separate statements, and the
+    // delivery job records attempts meanwhile.
     app.db
-        .read(move |c| {
+        .read_snapshot(move |c| {
             repo::get(c, &uid, &id)?.ok_or_else(|| ApiError::not_found("webhook"))?;
             Ok(repo::list_deliveries(c, &id, limit, offset)?)
         })
@@ -240,7 +242,7 @@ pub async fn redeliver(
     let (uid, n2) = (user_id.to_string(), new_id.clone());
     let record = app
         .db
-        .read(move |c| Ok(repo::delivery(c, &uid, &n2)?))
+        .read_snapshot(move |c| Ok(repo::delivery(c, &uid, &n2)?))
         .await?;
     Ok((new_id, record))
 }

@@ -124,6 +124,29 @@ async fn document(app: &TestApp, token: &str, genie: &str, content: &str) -> Str
     }
 }
 
+/// Waits until the ElevenLabs agent lists `n` documents. A document's genies are pushed
+/// after it is marked completed (under the genie's lock), so a test that goes on at
+/// `completed` can see the agent without it, or have a move overtaken by the push, which
+/// then records `in_sync` over the move's outcome.
+async fn pushed_to_elevenlabs(el: &FakeElevenLabs, agent: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed = el.agent(agent).and_then(|a| {
+            a["conversation_config"]["agent"]["prompt"]["knowledge_base"]
+                .as_array()
+                .map(Vec::len)
+        });
+        if listed == Some(n) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent lists {n} documents: {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn drift_at_elevenlabs_is_found_pulled_and_pushed() {
     let el = FakeElevenLabs::start().await;
@@ -324,13 +347,7 @@ async fn a_genie_moves_from_elevenlabs_to_vapi() {
     .await;
     document(&app, &u.token, &id, "We open at nine.").await;
     let old_agent = agent_of(&app, &id).await;
-    assert_eq!(
-        el.agent(&old_agent).unwrap()["conversation_config"]["agent"]["prompt"]["knowledge_base"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    pushed_to_elevenlabs(&el, &old_agent, 1).await;
 
     // Vapi's rate limit once: the call is retried.
     vf.fail("create_assistant", 429, 1);
@@ -450,6 +467,7 @@ async fn a_move_that_fails_part_way_leaves_the_old_agent_serving() {
     .await;
     document(&app, &u.token, &id, "We open at nine.").await;
     let old_agent = agent_of(&app, &id).await;
+    pushed_to_elevenlabs(&el, &old_agent, 1).await;
     let mv = || {
         app.call(
             &u.token,

@@ -131,9 +131,11 @@ pub(super) async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let f = filter(&q)?;
     let base = ctx.app.config.public_base();
     let chat = PageChat::of(&ctx.app);
+    // One snapshot: each genie's view is several statements (phones, group, documents,
+    // provider), and a move or a document push commits between them.
     let (genies, next) = ctx
         .db()
-        .read(move |c| {
+        .read_snapshot(move |c| {
             let mut rows = repo::page_after(c, &scope, &f, after.as_deref(), limit)?;
             let more = rows.len() as i64 > limit;
             rows.truncate(limit as usize);
@@ -170,7 +172,7 @@ pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let chat = PageChat::of(&ctx.app);
     let genie = ctx
         .db()
-        .read(move |c| match repo::get_readable(c, &uid, role, &id)? {
+        .read_snapshot(move |c| match repo::get_readable(c, &uid, role, &id)? {
             Some(g) => {
                 let mut v = full_genie(c, &g, admin_mode, &base)?;
                 chat.apply(&g, &mut v);

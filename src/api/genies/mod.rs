@@ -42,7 +42,7 @@ async fn reload(app: &AppState, id: &str, with_owner: bool) -> ApiResult<Value> 
     let (id, base) = (id.to_string(), app.config.public_base());
     let chat = view::PageChat::of(app);
     app.db
-        .read(move |c| match repo::find(c, &id)? {
+        .read_snapshot(move |c| match repo::find(c, &id)? {
             Some(g) => {
                 let mut v = full_genie(c, &g, with_owner, &base)?;
                 chat.apply(&g, &mut v);
