@@ -298,6 +298,37 @@ impl Db {
         }
     }
 
+    /// `read` for bounded work: a record found by its key and the few rows that hang off it
+    /// (`leads get`, `genies get`). On SQLite it runs on the calling async thread when a read
+    /// connection is idle, instead of on a read thread: such a read takes some tens of
+    /// microseconds, and the hop to a read thread and back costs more than that in thread
+    /// wake-ups (docs/performance.md, round eight). When every read connection is busy it
+    /// takes the hop like any read. Never for a read whose cost grows with the data (a page,
+    /// a search, a count, a scan): that would hold an async thread and every request queued
+    /// behind it. On PostgreSQL (a network round trip) it is `read`.
+    pub async fn read_point<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        match &self.0 {
+            Engine::Sqlite(l) => l.read_here(f, false).await,
+            Engine::Postgres(_) => self.read(f).await,
+        }
+    }
+
+    /// `read_point` from one snapshot (see `read_snapshot`).
+    pub async fn read_point_snapshot<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        match &self.0 {
+            Engine::Sqlite(l) => l.read_here(f, true).await,
+            Engine::Postgres(_) => self.read_snapshot(f).await,
+        }
+    }
+
     /// Runs `f` inside one write transaction; commits when `f` returns `Ok`, rolls back
     /// otherwise, so a failed action changes nothing. Writes never interleave: on SQLite
     /// they go through the one writer thread (group commit, see `Lite::write`); on
@@ -457,14 +488,7 @@ impl Lite {
         let pool = self.read.clone();
         let read = run_blocking_on(self.readers.handle(), move || {
             let conn = pool.get()?;
-            if snapshot {
-                // Dropped without a commit (a rollback, also on a panic): nothing to keep,
-                // and the pooled connection never goes back holding an old snapshot.
-                let tx = conn.unchecked_transaction()?;
-                f(&Connection::sqlite(&tx))
-            } else {
-                f(&Connection::sqlite(&conn))
-            }
+            read_on(&conn, f, snapshot)
         });
         if crate::telemetry::trace::enabled() {
             use tracing::Instrument;
@@ -472,6 +496,23 @@ impl Lite {
         } else {
             read.await
         }
+    }
+
+    /// `read_with` on the calling thread when a read connection is idle (see
+    /// `Db::read_point`); on a read thread, as `read_with`, when none is.
+    async fn read_here<T, F>(&self, f: F, snapshot: bool) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        // `try_get` never waits: every connection busy means reads are queueing, and this
+        // one queues with them rather than hold an async thread until a connection frees.
+        let Some(conn) = self.read.try_get() else {
+            return self.read_with(f, snapshot).await;
+        };
+        let _span = crate::telemetry::trace::enabled()
+            .then(|| tracing::info_span!("db.read", here = true).entered());
+        read_on(&conn, f, snapshot)
     }
 
     /// Runs `f` inside a `BEGIN IMMEDIATE` transaction on the writer; commits when `f`
@@ -698,6 +739,22 @@ fn run_group(conn: &mut rusqlite::Connection, group: Vec<Job>) -> Vec<Job> {
         }
     }
     Vec::new()
+}
+
+/// Runs `f` on a read connection, inside one deferred transaction when `snapshot`.
+fn read_on<T>(
+    conn: &rusqlite::Connection,
+    f: impl FnOnce(&Connection<'_>) -> ApiResult<T>,
+    snapshot: bool,
+) -> ApiResult<T> {
+    if snapshot {
+        // Dropped without a commit (a rollback, also on a panic): nothing to keep, and the
+        // pooled connection never goes back holding an old snapshot.
+        let tx = conn.unchecked_transaction()?;
+        f(&Connection::sqlite(&tx))
+    } else {
+        f(&Connection::sqlite(conn))
+    }
 }
 
 /// `spawn_blocking` that keeps the caller's tracing span and re-raises a panic on the async

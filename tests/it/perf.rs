@@ -175,6 +175,71 @@ async fn concurrent_writes_fail_and_roll_back_one_by_one() {
     assert_eq!(kept, expected);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_point_read_runs_on_the_callers_thread_and_other_reads_on_a_read_thread() {
+    if postgres::skip("read threads are SQLite's; PostgreSQL reads on pooled connections") {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let here = std::thread::current().id();
+    let point = app
+        .state
+        .db
+        .read_point(|_| Ok(std::thread::current().id()))
+        .await
+        .unwrap();
+    assert_eq!(
+        point, here,
+        "a point read with a connection idle hopped threads"
+    );
+    let read = app
+        .state
+        .db
+        .read(|_| Ok(std::thread::current().name().map(str::to_string)))
+        .await
+        .unwrap();
+    assert_eq!(read.as_deref(), Some("genied-read"));
+}
+
+/// With every read connection taken, a point read does not wait for one on the async
+/// thread: it queues for a read thread like any read, and is answered there once the
+/// connection is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_point_read_with_every_read_connection_busy_queues_for_a_read_thread() {
+    if postgres::skip("read threads are SQLite's; PostgreSQL reads on pooled connections") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db::Db::open_with(&dir.path().join("genied.db"), Some(1)).unwrap();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            db.read(move |_| {
+                held_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                Ok(())
+            })
+            .await
+        })
+    };
+    tokio::task::spawn_blocking(move || held_rx.recv().unwrap())
+        .await
+        .unwrap();
+    let point = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            db.read_point(|_| Ok(std::thread::current().name().map(str::to_string)))
+                .await
+        })
+    };
+    release_tx.send(()).unwrap();
+    holder.await.unwrap().unwrap();
+    let name = point.await.unwrap().unwrap();
+    assert_eq!(name.as_deref(), Some("genied-read"));
+}
+
 /// Where a write ran: a runtime worker's thread, or the writer thread.
 async fn writer_thread_name(db: &db::Db) -> Option<String> {
     db.write(|_| Ok(std::thread::current().name().map(str::to_string)))

@@ -172,7 +172,7 @@ pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let chat = PageChat::of(&ctx.app);
     let genie = ctx
         .db()
-        .read_snapshot(move |c| match repo::get_readable(c, &uid, role, &id)? {
+        .read_point_snapshot(move |c| match repo::get_readable(c, &uid, role, &id)? {
             Some(g) => {
                 let mut v = full_genie(c, &g, admin_mode, &base)?;
                 chat.apply(&g, &mut v);

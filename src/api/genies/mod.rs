@@ -73,7 +73,7 @@ async fn phones_of(ctx: &Ctx, id: &str) -> ApiResult<Vec<repo::PhoneRow>> {
 async fn load_manageable(ctx: &Ctx, id: &str) -> ApiResult<GenieRow> {
     let (uid, role, id) = (ctx.user_id().to_string(), role(ctx), id.to_string());
     ctx.db()
-        .read(move |c| {
+        .read_point(move |c| {
             repo::get_manageable(c, &uid, role, &id)?.ok_or_else(ApiError::agent_not_found)
         })
         .await
@@ -90,7 +90,7 @@ async fn check_group(
     let (o, g) = (owner.to_string(), gid.clone());
     let found = app
         .db
-        .read(move |c| Ok(db::genie_groups::get(c, &o, &g)?))
+        .read_point(move |c| Ok(db::genie_groups::get(c, &o, &g)?))
         .await?;
     if found.is_none() {
         return Err(ApiError::validation(format!(

@@ -133,7 +133,7 @@ fn decode_cursor(c: &str) -> ApiResult<(String, i64)> {
 pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.int_id()?;
     let p = ctx.principal.clone();
-    let lead = ctx.db().read(move |c| load(c, &p, id, false)).await?;
+    let lead = ctx.db().read_point(move |c| load(c, &p, id, false)).await?;
     Reply::rendered(&OneLead { lead: &lead })
 }
 
