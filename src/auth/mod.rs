@@ -215,7 +215,7 @@ pub async fn authenticate(
                 None => {
                     let h = hash.clone();
                     let owner = db
-                        .read(move |c| Ok(db::api_keys::find_by_hash(c, &h)?))
+                        .read_point(move |c| Ok(db::api_keys::find_by_hash(c, &h)?))
                         .await?
                         .filter(|o| o.active)
                         .ok_or_else(ApiError::key_not_found)?;
@@ -254,7 +254,7 @@ pub async fn authenticate(
                     let claims = sessions::decode(&secrets.jwt_key, &token)?;
                     let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
                     let (role, epoch) = db
-                        .read(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
+                        .read_point(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
                         .await?
                         .ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
                     let e = SessionEntry {
