@@ -40,8 +40,8 @@ pub struct PgClient {
     /// Always `Some` until dropped (see `Drop`).
     client: Option<postgres::Client>,
     stmts: HashMap<String, postgres::Statement>,
-    /// Inside a transaction (a write, a snapshot read), where a failed prepare would abort the whole
-    /// transaction: there a first prepare runs under a savepoint.
+    /// Inside a transaction (a write, a snapshot read), where a failed prepare would abort
+    /// the whole transaction: there a first prepare runs under a savepoint.
     in_tx: bool,
 }
 

@@ -2,6 +2,8 @@
 //! change this process makes to keys, sessions and roles is seen by the very next request;
 //! and writes committed together (group commit) still succeed or fail one by one.
 
+use std::time::Duration;
+
 use genied::db::{self, users::Role};
 use genied::error::ApiError;
 use reqwest::Method;
@@ -227,16 +229,19 @@ async fn a_point_read_with_every_read_connection_busy_queues_for_a_read_thread()
     tokio::task::spawn_blocking(move || held_rx.recv().unwrap())
         .await
         .unwrap();
-    let point = {
-        let db = db.clone();
-        tokio::spawn(async move {
-            db.read_point(|_| Ok(std::thread::current().name().map(str::to_string)))
-                .await
-        })
-    };
+    let mut point =
+        Box::pin(db.read_point(|_| Ok(std::thread::current().name().map(str::to_string))));
+    // The first poll looks for an idle connection while the only one is held (a zero
+    // timeout still polls the future once before it gives up on it).
+    assert!(
+        tokio::time::timeout(Duration::ZERO, &mut point)
+            .await
+            .is_err(),
+        "a point read answered while the only read connection was held"
+    );
     release_tx.send(()).unwrap();
     holder.await.unwrap().unwrap();
-    let name = point.await.unwrap().unwrap();
+    let name = point.await.unwrap();
     assert_eq!(name.as_deref(), Some("genied-read"));
 }
 
