@@ -105,6 +105,27 @@ struct Lite {
 /// of the shared blocking pool (where file and document work also runs): measured on
 /// `leads get` at 64 concurrent clients on 2 cores, the server's CPU time per request fell
 /// from 69 µs (one woken thread per read) to 48–52 µs (1–2 threads draining a queue).
+/// How a read runs (see `Db::read`, `read_snapshot`, `read_point`, `read_point_snapshot`).
+#[derive(Clone, Copy)]
+enum Read {
+    Anywhere,
+    Snapshot,
+    Point,
+    PointSnapshot,
+}
+
+impl Read {
+    /// On the calling thread when a SQLite read connection is idle.
+    fn point(self) -> bool {
+        matches!(self, Read::Point | Read::PointSnapshot)
+    }
+
+    /// Every statement from one snapshot (a read transaction).
+    fn snapshot(self) -> bool {
+        matches!(self, Read::Snapshot | Read::PointSnapshot)
+    }
+}
+
 struct Readers(Option<tokio::runtime::Runtime>);
 
 impl Readers {
@@ -261,19 +282,7 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
-        match &self.0 {
-            Engine::Sqlite(l) => l.read(f).await,
-            Engine::Postgres(p) => {
-                let p = p.clone();
-                let read = run_blocking(move || p.read_now(f));
-                if crate::telemetry::trace::enabled() {
-                    use tracing::Instrument;
-                    read.instrument(tracing::info_span!("db.read")).await
-                } else {
-                    read.await
-                }
-            }
-        }
+        self.read_as(f, Read::Anywhere).await
     }
 
     /// `read`, with every statement of `f` answered from one snapshot of the database.
@@ -289,13 +298,7 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
-        match &self.0 {
-            Engine::Sqlite(l) => l.read_with(f, true).await,
-            Engine::Postgres(p) => {
-                let p = p.clone();
-                run_blocking(move || p.read_snapshot_now(f)).await
-            }
-        }
+        self.read_as(f, Read::Snapshot).await
     }
 
     /// `read` for bounded work: a record found by its key and the few rows that hang off it
@@ -311,10 +314,7 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
-        match &self.0 {
-            Engine::Sqlite(l) => l.read_here(f, false).await,
-            Engine::Postgres(_) => self.read(f).await,
-        }
+        self.read_as(f, Read::Point).await
     }
 
     /// `read_point` from one snapshot (see `read_snapshot`).
@@ -323,9 +323,35 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
+        self.read_as(f, Read::PointSnapshot).await
+    }
+
+    /// The one path of every read: where it runs (`Read::point`) and whether from one
+    /// snapshot (`Read::snapshot`), on either engine.
+    async fn read_as<T, F>(&self, f: F, how: Read) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
         match &self.0 {
-            Engine::Sqlite(l) => l.read_here(f, true).await,
-            Engine::Postgres(_) => self.read_snapshot(f).await,
+            Engine::Sqlite(l) if how.point() => l.read_here(f, how.snapshot()).await,
+            Engine::Sqlite(l) => l.read_with(f, how.snapshot()).await,
+            Engine::Postgres(p) => {
+                let p = p.clone();
+                let read = run_blocking(move || {
+                    if how.snapshot() {
+                        p.read_snapshot_now(f)
+                    } else {
+                        p.read_now(f)
+                    }
+                });
+                if crate::telemetry::trace::enabled() {
+                    use tracing::Instrument;
+                    read.instrument(tracing::info_span!("db.read")).await
+                } else {
+                    read.await
+                }
+            }
         }
     }
 
@@ -470,16 +496,8 @@ impl Lite {
         Ok(versions)
     }
 
-    /// Runs `f` on a pooled read-only connection, off the async threads.
-    async fn read<T, F>(&self, f: F) -> ApiResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
-    {
-        self.read_with(f, false).await
-    }
-
-    /// `read`, inside one deferred transaction when `snapshot` (see `Db::read_snapshot`).
+    /// Runs `f` on a pooled read-only connection, off the async threads; inside one
+    /// deferred transaction when `snapshot` (see `Db::read_snapshot`).
     async fn read_with<T, F>(&self, f: F, snapshot: bool) -> ApiResult<T>
     where
         T: Send + 'static,
