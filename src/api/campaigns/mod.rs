@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::action::{Action, Resource, handler, schema};
 use super::{ActionRequest, Ctx, Reply, SEARCH_TERM_MAX, page, parse_uuid, search_term};
 use crate::db::campaigns::{self as repo, Campaign};
-use crate::db::{self, genies, leads};
+use crate::db::{self, Connection, genies, leads};
 use crate::error::{ApiError, ApiResult};
 use crate::service::campaigns as svc;
 
@@ -123,13 +123,14 @@ async fn load(ctx: &Ctx, id: &str) -> ApiResult<Campaign> {
         ctx.user_id().to_string(),
         ctx.principal.is_admin(),
     );
-    ctx.db()
-        .read(move |c| {
-            repo::get(c, &id)?
-                .filter(|k| admin || k.user_id == uid)
-                .ok_or_else(|| ApiError::not_found("campaign"))
-        })
-        .await
+    ctx.db().read(move |c| readable(c, &id, &uid, admin)).await
+}
+
+/// `load`'s check, inside a read of the caller's.
+fn readable(c: &Connection, id: &str, uid: &str, admin: bool) -> ApiResult<Campaign> {
+    repo::get(c, id)?
+        .filter(|k| admin || k.user_id == uid)
+        .ok_or_else(|| ApiError::not_found("campaign"))
 }
 
 /// The campaign as it is now: its row, counts and open calls read in one snapshot, so they
@@ -338,8 +339,18 @@ async fn all(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 }
 
 async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    let k = load(ctx, &req.uuid()?).await?;
-    Ok(Reply::ok(json!({"campaign": reply_view(ctx, k).await?})))
+    let (id, uid, admin) = (
+        req.uuid()?,
+        ctx.user_id().to_string(),
+        ctx.principal.is_admin(),
+    );
+    // The check and the view in one snapshot: one read of the row, not `load` then
+    // `reply_view`'s second.
+    let v = ctx
+        .db()
+        .read_snapshot(move |c| Ok(svc::view(c, &readable(c, &id, &uid, admin)?)?))
+        .await?;
+    Ok(Reply::ok(json!({"campaign": v})))
 }
 
 async fn create(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
