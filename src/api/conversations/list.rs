@@ -80,7 +80,10 @@ fn decode_cursor(c: &str) -> ApiResult<(String, String)> {
 pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let p = ctx.principal.clone();
-    let conv = ctx.db().read(move |c| load(c, &p, &id, false)).await?;
+    let conv = ctx
+        .db()
+        .read_point(move |c| load(c, &p, &id, false))
+        .await?;
     Ok(Reply::ok(json!({"conversation": conv})))
 }
 

@@ -178,12 +178,18 @@ async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let r: GetReq = req.data()?;
     let scope = scope(ctx, r.admin_mode)?;
     let s = scope.clone();
-    let d = ctx
+    // The document and the genies using it from one snapshot: a push or a detach between
+    // two reads would answer a list that was never true of the document.
+    let (d, agents) = ctx
         .db()
-        .read(move |c| docs::find(c, &s, &id)?.ok_or_else(|| ApiError::not_found("document")))
+        .read_point_snapshot(move |c| {
+            let d = docs::find(c, &s, &id)?.ok_or_else(|| ApiError::not_found("document"))?;
+            let agents = docs::dependent_agents(c, &d.id, &s)?;
+            Ok((d, agents))
+        })
         .await?;
     Ok(Reply::ok(
-        json!({"document": record(ctx, d, &scope).await?}),
+        json!({"document": knowledge::render(&d, agents, scope.all)}),
     ))
 }
 

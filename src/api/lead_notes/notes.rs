@@ -47,7 +47,10 @@ pub(super) async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
 pub(super) async fn get(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let p = ctx.principal.clone();
     let id = req.uuid()?;
-    let note = ctx.db().read(move |c| load(c, &p, &id, false)).await?;
+    let note = ctx
+        .db()
+        .read_point(move |c| load(c, &p, &id, false))
+        .await?;
     Ok(Reply::ok(json!({"note": note})))
 }
 
