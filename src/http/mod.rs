@@ -87,7 +87,8 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
                 .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
                     ApiError::internal("a handler panicked").into_response()
                 }))
-                .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout)),
+                .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
+                .layer(middleware::from_fn(count_in_flight)),
         );
     // Only with metrics on: off, a request pays nothing for them.
     if metrics {
@@ -95,6 +96,12 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
     } else {
         routes
     }
+}
+
+/// Counts the request in `telemetry::load` until its answer is made (or it is dropped).
+async fn count_in_flight(req: axum::extract::Request, next: middleware::Next) -> Response {
+    let _counted = crate::telemetry::load::Request::begin();
+    next.run(req).await
 }
 
 /// Ready when the database takes a write and the job worker is not stalled

@@ -110,6 +110,10 @@ fn describe() {
         "Worker genie runs finished, by status"
     );
     describe_gauge!(
+        "genied_http_requests_in_flight",
+        "HTTP requests begun and not yet answered"
+    );
+    describe_gauge!(
         "genied_conversations_active",
         "Conversations initiated or in progress"
     );
@@ -121,6 +125,7 @@ pub fn render() -> Option<String> {
     if let Some(p) = PROCESS.get() {
         p.collect();
     }
+    gauge!("genied_http_requests_in_flight").set(super::load::requests_in_flight() as f64);
     Some(handle.render())
 }
 

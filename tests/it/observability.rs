@@ -1273,3 +1273,63 @@ async fn spans_reach_the_collector_with_their_parents_and_attributes() {
         }
     }
 }
+
+/// `genied_http_requests_in_flight` counts a request from the moment its headers are read
+/// until it ends, an abandoned one included: a POST whose body never finishes arriving is in
+/// flight (the gauge reads 1 with nothing else running in that process), and once the client
+/// hangs up it is not (back to 0, polled: the server notices the closed socket on its own
+/// time). The scrape's own request is on the metrics port and not counted.
+#[tokio::test]
+async fn the_in_flight_gauge_counts_a_request_until_it_ends_or_is_abandoned() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (_p, base, mbase) = serve(dir.path(), &[]).await;
+    let http = reqwest::Client::new();
+    let in_flight = || async {
+        let text = http
+            .get(format!("{mbase}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        sample(&samples(&text), "genied_http_requests_in_flight", &[])
+    };
+    let wait_for = |want: f64| async move {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let got = in_flight().await;
+            if got == Some(want) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "in flight: {got:?}, waited for {want}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let status = http
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+    wait_for(0.0).await;
+    let addr = base.trim_start_matches("http://");
+    let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+    sock.write_all(
+        format!(
+            "POST /v1 HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             content-length: 100\r\n\r\n{{\"resource\":"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    wait_for(1.0).await;
+    drop(sock);
+    wait_for(0.0).await;
+}
