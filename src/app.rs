@@ -254,17 +254,28 @@ pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
     let password = random_password();
     let hash = auth::passwords::hash(&password)?;
     let email = "admin@localhost";
-    app.db
+    // Asked again inside the write: instances starting at once on one PostgreSQL database
+    // all saw no user above, and their write transactions take turns, so only the first
+    // creates the admin and the others start as if they had found it.
+    let created = app
+        .db
         .write_blocking(|c| {
-            Ok(db::users::insert(
+            if db::users::any(c)? {
+                return Ok(false);
+            }
+            db::users::insert(
                 c,
                 email,
                 Some("Administrator"),
                 Role::InternalAdmin,
                 Some(&hash),
-            )?)
+            )?;
+            Ok(true)
         })
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !created {
+        return Ok(None);
+    }
     let base = app.config.public_base();
     let text = format!(
         "genied: created the first user, an internal_admin.\n\

@@ -171,7 +171,7 @@ pub fn apply_master_key(config: &Config, db: &Db, mut secrets: Secrets) -> anyho
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        secrets::write_private(&path, hex::encode(new_key()).as_bytes())?;
+        secrets::create_private_once(&path, hex::encode(new_key()).as_bytes())?;
     }
     finish_pending_rotation(&path, db)?;
     secrets.master_key = read_key(&path)?;

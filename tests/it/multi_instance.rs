@@ -6,7 +6,9 @@
 //! (`GENIED_TEST_DATABASE=postgres`): with SQLite there is one instance per database.
 //!
 //! The instances share one data directory (master key, document files) as instances behind
-//! one load balancer share their secrets and object store.
+//! one load balancer share their secrets and object store. Instances that need not start in
+//! order start together, on a fresh database and directory, as a deployment's replicas do:
+//! which is how the first start's races (two first admins, two master keys) were found.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -241,8 +243,10 @@ async fn jobs_run_once_and_a_dead_instances_job_is_taken_over_after_its_lease() 
     let data = tempfile::tempdir().unwrap();
     // The write load below is one session's: not to be slowed by its own rate limit.
     let unlimited = ["--session-rate-limit-per-minute", "0"];
-    let a = start(data.path(), &url, "inst-a", &unlimited).await;
-    let b = start(data.path(), &url, "inst-b", &unlimited).await;
+    let (a, b) = tokio::join!(
+        start(data.path(), &url, "inst-a", &unlimited),
+        start(data.path(), &url, "inst-b", &unlimited)
+    );
     let token = admin_token(data.path(), &a.base).await;
     let rx = Receiver::default();
     let hook = rx.start().await;
@@ -469,8 +473,10 @@ async fn a_scheduled_run_fires_once_per_due_time_across_instances() {
         .to_string();
     // Started after the genie exists, the others register its schedule at start: three
     // schedulers fire for every due time.
-    let _b = start(data.path(), &url, "inst-b", &seconds).await;
-    let _c = start(data.path(), &url, "inst-c", &seconds).await;
+    let (_b, _c) = tokio::join!(
+        start(data.path(), &url, "inst-b", &seconds),
+        start(data.path(), &url, "inst-c", &seconds)
+    );
     let since = chrono::Utc::now();
     let runs = |url: String, gid: String| {
         sql(
@@ -549,8 +555,10 @@ async fn a_schedule_changed_on_one_instance_is_followed_by_the_others_within_sec
     let url = postgres::database();
     let data_dir = tempfile::tempdir().unwrap();
     let seconds = ["--worker-allow-seconds-cron"];
-    let mut a = start(data_dir.path(), &url, "inst-a", &seconds).await;
-    let b = start(data_dir.path(), &url, "inst-b", &seconds).await;
+    let (mut a, b) = tokio::join!(
+        start(data_dir.path(), &url, "inst-a", &seconds),
+        start(data_dir.path(), &url, "inst-b", &seconds)
+    );
     let token = admin_token(data_dir.path(), &a.base).await;
     let create = |base: String, name: &'static str| {
         let token = token.clone();
@@ -820,8 +828,10 @@ async fn auth_changes_and_the_rate_limit_hold_across_instances() {
     let url = postgres::database();
     let data = tempfile::tempdir().unwrap();
     let limit = ["--rate-limit-per-minute", "10"];
-    let a = start(data.path(), &url, "inst-a", &limit).await;
-    let b = start(data.path(), &url, "inst-b", &limit).await;
+    let (a, b) = tokio::join!(
+        start(data.path(), &url, "inst-a", &limit),
+        start(data.path(), &url, "inst-b", &limit)
+    );
     let token = admin_token(data.path(), &a.base).await;
 
     // An API key, cached on B by use, revoked on A: B's next request refuses it.
@@ -1012,8 +1022,10 @@ async fn events_raised_on_any_instance_are_fanned_out_once() {
     let url = postgres::database();
     let data = tempfile::tempdir().unwrap();
     let unlimited = ["--session-rate-limit-per-minute", "0"];
-    let a = start(data.path(), &url, "inst-a", &unlimited).await;
-    let b = start(data.path(), &url, "inst-b", &unlimited).await;
+    let (a, b) = tokio::join!(
+        start(data.path(), &url, "inst-a", &unlimited),
+        start(data.path(), &url, "inst-b", &unlimited)
+    );
     let token = admin_token(data.path(), &a.base).await;
     let rx = crate::common::fakes::receivers::Receivers::start().await;
     for n in 0..ENDPOINTS {
