@@ -582,15 +582,19 @@ impl Lite {
     }
 
     /// Runs `job` on the calling thread when the writer is idle (nothing queued, its
-    /// connection free) and this is a worker of a multi-threaded runtime, where
-    /// `block_in_place` hands the worker's other tasks to another thread for the while; hands
-    /// the job back otherwise, for the queue.
+    /// connection free) and this is a worker of a multi-threaded runtime; hands the job back
+    /// otherwise, for the queue. When other requests are in flight, `block_in_place` first
+    /// hands the worker's other tasks to another thread for the while; when this is the only
+    /// one, there is nothing to hand over, and the hand-over's thread wake-up is saved.
     ///
     /// The queue costs a write two thread wake-ups, the writer's and then the caller's: at
     /// one client on a 2-core VM, where a wake-up takes tens of microseconds, they were
-    /// much of a lead create's latency (docs/performance.md, round six). A write run
-    /// here is a group of one, committed exactly as the writer thread would; under load the
-    /// queue is rarely empty and writes still go to the writer, grouped.
+    /// much of a lead create's latency (docs/performance.md, rounds six and nine). A write
+    /// run here is a group of one, committed exactly as the writer thread would; under load
+    /// the queue is rarely empty and writes still go to the writer, grouped. Committing on
+    /// the worker without the hand-over under load cost 18% of creates at 64 connections
+    /// (round eight): the writer is often idle between groups, and a worker held by a
+    /// commit stalls the connections queued on it.
     fn write_here(&self, job: Job) -> Option<Job> {
         use tokio::runtime::{Handle, RuntimeFlavor};
         let multi =
@@ -607,7 +611,11 @@ impl Lite {
         let Ok(mut conn) = self.write.try_lock() else {
             return Some(job);
         };
-        let carry = tokio::task::block_in_place(|| run_group(&mut conn, vec![job]));
+        let carry = if crate::telemetry::load::requests_in_flight() <= 1 {
+            run_group(&mut conn, vec![job])
+        } else {
+            tokio::task::block_in_place(|| run_group(&mut conn, vec![job]))
+        };
         drop(conn);
         self.writer.nudge_checkpointer();
         carry.into_iter().next()
