@@ -91,7 +91,8 @@ def index_pending():
     last = c.execute('SELECT MAX(lead_id) FROM leads_search_pending').fetchone()[0]
     if last is not None:
         c.execute('INSERT INTO leads_search (rowid, name, email, phone) SELECT l.id, l.name, l.email, l.phone'
-                  ' FROM leads_search_pending p JOIN leads l ON l.id = p.lead_id WHERE p.lead_id <= ?', (last,))
+                  ' FROM leads l WHERE l.id IN (SELECT lead_id FROM leads_search_pending WHERE lead_id <= ?)',
+                  (last,))
         c.execute('DELETE FROM leads_search_pending WHERE lead_id <= ?', (last,))
     c.execute('COMMIT')
 
