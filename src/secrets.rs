@@ -55,12 +55,12 @@ fn load_or_create_key(path: &PathBuf, len: usize) -> anyhow::Result<Vec<u8>> {
     hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))
 }
 
-/// Creates `path` with `contents`, readable only by the owner, unless it exists; returns
-/// whether this call created it. Several instances starting at once on one shared data
-/// directory all end up with the one file the first of them made: it is written whole under
-/// a name of its own and linked into place, and a link never replaces a file, so none reads
-/// a half-written key and none overwrites another's.
-pub fn create_private_once(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
+/// Creates `path` with `contents`, readable only by the owner, unless it exists. Several
+/// instances starting at once on one shared data directory all end up with the one file the
+/// first of them made: it is written whole under a name of its own and linked into place,
+/// and a link never replaces a file, so none reads a half-written key and none overwrites
+/// another's.
+pub fn create_private_once(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = path.with_file_name(format!(".{name}.{}.new", uuid::Uuid::new_v4().simple()));
     write_private(&tmp, contents)?;
@@ -73,9 +73,9 @@ pub fn create_private_once(path: &Path, contents: &[u8]) -> anyhow::Result<bool>
             {
                 let _ = d.sync_all();
             }
-            Ok(true)
+            Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
     }
 }

@@ -1,6 +1,7 @@
 //! What the service tells an operator about itself beyond log lines: Prometheus metrics
-//! (`prom`), OpenTelemetry traces (`trace`) and the requests in flight (`load`). It sits at the bottom of the layers (it imports nothing of the crate), so the
-//! database, the job worker, the LLM client and the HTTP layer can all record into it.
+//! (`prom`), OpenTelemetry traces (`trace`) and the requests in flight (`load`). It sits at
+//! the bottom of the layers (it imports nothing of the crate), so the database, the job
+//! worker, the LLM client and the HTTP layer can all record into it.
 
 pub mod load;
 pub mod prom;
