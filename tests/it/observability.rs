@@ -299,9 +299,8 @@ async fn a_scrape_after_known_traffic_counts_it_exactly() {
     }
 }
 
-/// The value of `genied_db_write_queue_depth` and of the commit histogram's count in one
-/// scrape of `mbase`.
-async fn db_figures(http: &reqwest::Client, mbase: &str) -> (Option<f64>, f64) {
+/// One scrape of `mbase`'s `/metrics`, as samples.
+async fn scrape(http: &reqwest::Client, mbase: &str) -> BTreeMap<String, f64> {
     let text = http
         .get(format!("{mbase}/metrics"))
         .send()
@@ -310,7 +309,13 @@ async fn db_figures(http: &reqwest::Client, mbase: &str) -> (Option<f64>, f64) {
         .text()
         .await
         .unwrap();
-    let all = samples(&text);
+    samples(&text)
+}
+
+/// The value of `genied_db_write_queue_depth` and of the commit histogram's count in one
+/// scrape of `mbase`.
+async fn db_figures(http: &reqwest::Client, mbase: &str) -> (Option<f64>, f64) {
+    let all = scrape(http, mbase).await;
     (
         sample(&all, "genied_db_write_queue_depth", &[]),
         sample(&all, "genied_db_commit_duration_seconds_count", &[]).unwrap_or(0.0),
@@ -1286,15 +1291,11 @@ async fn the_in_flight_gauge_counts_a_request_until_it_ends_or_is_abandoned() {
     let (_p, base, mbase) = serve(dir.path(), &[]).await;
     let http = reqwest::Client::new();
     let in_flight = || async {
-        let text = http
-            .get(format!("{mbase}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        sample(&samples(&text), "genied_http_requests_in_flight", &[])
+        sample(
+            &scrape(&http, &mbase).await,
+            "genied_http_requests_in_flight",
+            &[],
+        )
     };
     let wait_for = |want: f64| async move {
         let deadline = Instant::now() + DEADLINE;
