@@ -100,11 +100,6 @@ struct Lite {
     auth: Arc<auth_epoch::EpochWatch>,
 }
 
-/// The threads that run reads: the blocking pool of a runtime of their own, capped at the
-/// size of the read pool. Reads queue here instead of each waking one of the many threads
-/// of the shared blocking pool (where file and document work also runs): measured on
-/// `leads get` at 64 concurrent clients on 2 cores, the server's CPU time per request fell
-/// from 69 µs (one woken thread per read) to 48–52 µs (1–2 threads draining a queue).
 /// How a read runs (see `Db::read`, `read_snapshot`, `read_point`, `read_point_snapshot`).
 #[derive(Clone, Copy)]
 enum Read {
@@ -126,6 +121,11 @@ impl Read {
     }
 }
 
+/// The threads that run reads: the blocking pool of a runtime of their own, capped at the
+/// size of the read pool. Reads queue here instead of each waking one of the many threads
+/// of the shared blocking pool (where file and document work also runs): measured on
+/// `leads get` at 64 concurrent clients on 2 cores, the server's CPU time per request fell
+/// from 69 µs (one woken thread per read) to 48–52 µs (1–2 threads draining a queue).
 struct Readers(Option<tokio::runtime::Runtime>);
 
 impl Readers {
