@@ -74,15 +74,22 @@ def create(i):
     if SEPARATE_AUDIT:
         c.execute('COMMIT')
         c.execute('BEGIN IMMEDIATE')
+    if compact_audit:
+        # Since V37 the audit row keeps its ids as 16 bytes and its time as milliseconds.
+        audit_ids = (uuid.uuid4().bytes, uuid.UUID(user).bytes)
+        audit_ts = int((t0 + datetime.timedelta(seconds=i * 7)).replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+    else:
+        audit_ids, audit_ts = (str(uuid.uuid4()), user), ts
     c.execute(
         'INSERT INTO activities (id, user_id, resource, action, record_id, summary, ip, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-        (str(uuid.uuid4()), user, 'leads', 'create', str(lead), f'created lead {fn} {ln}', '127.0.0.1', ts),
+        audit_ids + ('leads', 'create', str(lead), f'created lead {fn} {ln}', '127.0.0.1', audit_ts),
     )
     c.execute('COMMIT')
 
 
 pending = c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'leads_search_pending'").fetchone()
 created_on_row = any(r[1] == 'created_log_id' for r in c.execute('PRAGMA table_info(leads)'))
+compact_audit = any(r[1] == 'id' and r[2] == 'BLOB' for r in c.execute('PRAGMA table_info(activities)'))
 
 
 def index_pending():

@@ -1,10 +1,16 @@
 //! The audit log: one row per mutating action, written by `api::dispatch` for every resource,
 //! or by the write that carries the action out when it claims the row (see [`claim`]).
+//!
+//! Stored compactly (migration V37; docs/storage.md, round ten): `id` and `user_id` as the
+//! 16 bytes of their UUID, `created_at` as milliseconds since the Unix epoch, the same on both
+//! engines (BLOB / INTEGER on SQLite, bytea / bigint on PostgreSQL). The API's text forms are
+//! made here, on the way in and out, so nothing above this module sees the difference.
 
 use crate::db::sql::{Connection, Row, ToSql, params};
+use rusqlite::types::{ToSqlOutput, ValueRef};
 use serde::Serialize;
 
-use super::{new_id, now};
+use super::fmt_time;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Activity {
@@ -27,20 +33,75 @@ pub struct NewActivity<'a> {
     pub ip: Option<&'a str>,
 }
 
+/// How an id is stored: a UUID as its 16 bytes. Anything else (no id the service makes is)
+/// keeps its UTF-8 bytes, so a stored value always reads back as the text it was.
+pub enum Key<'a> {
+    Uuid([u8; 16]),
+    Text(&'a str),
+}
+
+impl<'a> Key<'a> {
+    pub fn of(id: &'a str) -> Key<'a> {
+        match uuid::Uuid::try_parse(id) {
+            Ok(u)
+                if u.hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer())
+                    == id =>
+            {
+                Key::Uuid(u.into_bytes())
+            }
+            // Not in the canonical form (upper case, braces): stored as given, so it reads back
+            // as given.
+            _ => Key::Text(id),
+        }
+    }
+}
+
+impl ToSql for Key<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(ValueRef::Blob(match self {
+            Key::Uuid(b) => b,
+            Key::Text(s) => s.as_bytes(),
+        })))
+    }
+}
+
+/// The text of a stored id (see [`Key`]).
+fn key_text(b: Vec<u8>) -> String {
+    match <[u8; 16]>::try_from(b.as_slice()) {
+        Ok(u) => uuid::Uuid::from_bytes(u).hyphenated().to_string(),
+        Err(_) => String::from_utf8_lossy(&b).into_owned(),
+    }
+}
+
+/// A stored time: milliseconds since the epoch, as the API writes it (RFC 3339, milliseconds).
+fn time_text(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(fmt_time)
+        .unwrap_or_default()
+}
+
+/// An RFC 3339 bound as stored times compare with it.
+fn time_millis(s: &str) -> rusqlite::Result<i64> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.timestamp_millis())
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
 pub fn insert(c: &Connection, a: &NewActivity) -> rusqlite::Result<()> {
     c.prepare_cached(
         "INSERT INTO activities (id, user_id, resource, action, record_id, summary, ip, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
-        new_id(),
-        a.user_id,
+        Key::Uuid(uuid::Uuid::now_v7().into_bytes()),
+        Key::of(a.user_id),
         a.resource,
         a.action,
         a.record_id,
         a.summary,
         a.ip,
-        now()
+        chrono::Utc::now().timestamp_millis()
     ])?;
     Ok(())
 }
@@ -51,33 +112,36 @@ pub struct Filter {
     pub user_id: Option<String>,
     pub resource: Option<String>,
     pub action: Option<String>,
+    /// RFC 3339 bounds, inclusive.
     pub from: Option<String>,
     pub to: Option<String>,
 }
 
-fn where_clause(f: &Filter) -> (String, Vec<Box<dyn ToSql>>) {
+type Args<'a> = Vec<Box<dyn ToSql + 'a>>;
+
+fn where_clause<'a>(f: &'a Filter) -> rusqlite::Result<(String, Args<'a>)> {
     let mut sql = String::from(" WHERE 1=1");
-    let mut args: Vec<Box<dyn ToSql>> = Vec::new();
-    let mut push = |cond: &str, v: &String| {
-        args.push(Box::new(v.clone()));
+    let mut args: Args<'a> = Vec::new();
+    let mut push = |cond: &str, v: Box<dyn ToSql + 'a>| {
+        args.push(v);
         sql.push_str(&format!(" AND {cond} ?{}", args.len()));
     };
     if let Some(v) = &f.user_id {
-        push("user_id =", v);
+        push("user_id =", Box::new(Key::of(v)));
     }
     if let Some(v) = &f.resource {
-        push("resource =", v);
+        push("resource =", Box::new(v));
     }
     if let Some(v) = &f.action {
-        push("action =", v);
+        push("action =", Box::new(v));
     }
     if let Some(v) = &f.from {
-        push("created_at >=", v);
+        push("created_at >=", Box::new(time_millis(v)?));
     }
     if let Some(v) = &f.to {
-        push("created_at <=", v);
+        push("created_at <=", Box::new(time_millis(v)?));
     }
-    (sql, args)
+    Ok((sql, args))
 }
 
 pub fn list(
@@ -86,7 +150,7 @@ pub fn list(
     limit: i64,
     offset: i64,
 ) -> rusqlite::Result<(Vec<Activity>, i64)> {
-    let (w, mut args) = where_clause(f);
+    let (w, mut args) = where_clause(f)?;
     let total: i64 = c.query_row(
         &format!("SELECT COUNT(*) FROM activities{w}"),
         crate::db::sql::params_from_iter(args.iter()),
@@ -104,14 +168,14 @@ pub fn list(
     let rows = st
         .query_map(crate::db::sql::params_from_iter(args.iter()), |r: &Row| {
             Ok(Activity {
-                id: r.get(0)?,
-                user_id: r.get(1)?,
+                id: key_text(r.get(0)?),
+                user_id: key_text(r.get(1)?),
                 resource: r.get(2)?,
                 action: r.get(3)?,
                 record_id: r.get(4)?,
                 summary: r.get(5)?,
                 ip: r.get(6)?,
-                created_at: r.get(7)?,
+                created_at: time_text(r.get(7)?),
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -95,7 +95,7 @@ async fn activity_actions(app: &TestApp, user_id: &str) -> Vec<String> {
                 "SELECT resource || ' ' || action FROM activities WHERE user_id = ?1 ORDER BY created_at",
             )?;
             Ok(st
-                .query_map([uid], |r| r.get(0))?
+                .query_map([db::activities::Key::of(&uid)], |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<String>>>()?)
         })
         .await

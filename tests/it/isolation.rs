@@ -808,10 +808,15 @@ async fn table_counts(app: &TestApp, w: &World) -> Vec<i64> {
                 "SELECT COUNT(*) FROM leads WHERE agent_id = ?2 AND ?1 IS NOT NULL",
                 "SELECT COUNT(*) FROM lead_activities WHERE lead_id IN (SELECT id FROM leads WHERE agent_id = ?2) AND ?1 IS NOT NULL",
                 "SELECT COUNT(*) FROM genie_documents WHERE genie_id = ?2 AND ?1 IS NOT NULL",
-                "SELECT COUNT(*) FROM activities WHERE user_id = ?1 AND ?2 IS NOT NULL",
             ] {
                 v.push(c.query_row(q, [&user, &genie], |r| r.get::<_, i64>(0))?);
             }
+            // The audit log keeps its user ids as bytes (db::activities::Key).
+            v.push(c.query_row(
+                "SELECT COUNT(*) FROM activities WHERE user_id = ?1",
+                [genied::db::activities::Key::of(&user)],
+                |r| r.get::<_, i64>(0),
+            )?);
             Ok(v)
         })
         .await
