@@ -59,7 +59,8 @@ def create(i):
         lead = c.execute(
             'INSERT INTO leads (agent_id, user_id, name, email, phone, status, priority, created_at, updated_at,'
             ' created_log_id, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-            values + (entry[0], user),
+            # Since V38 a lead's creator is stored only when it is not the lead's user.
+            values + (entry[0], None if creator_when_other else user),
         ).lastrowid
     else:
         lead = c.execute(
@@ -89,6 +90,7 @@ def create(i):
 
 pending = c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'leads_search_pending'").fetchone()
 created_on_row = any(r[1] == 'created_log_id' for r in c.execute('PRAGMA table_info(leads)'))
+creator_when_other = c.execute("SELECT 1 FROM refinery_schema_history WHERE name = 'lead_creator'").fetchone() is not None
 compact_audit = any(r[1] == 'id' and r[2] == 'BLOB' for r in c.execute('PRAGMA table_info(activities)'))
 
 

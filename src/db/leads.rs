@@ -549,6 +549,11 @@ fn insert_with(c: &Connection, fields: &Fields, returning: &str) -> rusqlite::Re
 pub fn update(c: &Connection, id: i64, fields: &Fields) -> rusqlite::Result<()> {
     let mut sets: Vec<String> = fields.iter().map(|(k, _)| format!("{k} = ?")).collect();
     let mut vals: Vec<SqlValue> = fields.iter().map(|(_, v)| v.clone()).collect();
+    if fields.iter().any(|(k, _)| *k == "user_id") {
+        // A NULL `created_by` means "the lead's user" (V38): keep naming the user who
+        // created it when the lead moves to another. The right side reads the row as it was.
+        sets.push("created_by = COALESCE(created_by, user_id)".into());
+    }
     sets.push("updated_at = ?".into());
     vals.push(now().into());
     vals.push(id.into());
@@ -620,9 +625,11 @@ pub fn log(
 
 /// The lead's "created" entry as it reads from the lead row (`created_log_id`, `created_by`;
 /// migration V33): the same columns as `ACT_COLS`, so it unions with the stored entries.
+/// `created_by` is NULL when the lead's own user created it (V38), the usual case.
 macro_rules! created_entry_sql {
     () => {
-        "SELECT ce.created_log_id AS id, ce.id AS lead_id, ce.created_by AS user_id,
+        "SELECT ce.created_log_id AS id, ce.id AS lead_id,
+         COALESCE(ce.created_by, ce.user_id) AS user_id,
          'created' AS type, 'Lead created' AS description, NULL AS metadata, ce.created_at
          FROM leads ce WHERE ce.created_log_id IS NOT NULL"
     };

@@ -94,11 +94,13 @@ pub async fn create(
                 .or(Some(agent.owner.clone()))
                 .filter(|o| !o.is_empty())
                 .unwrap_or_else(|| p.user_id.clone());
+            // The "created" log entry lives on the row (db::leads::CREATED_ENTRY); who
+            // created the lead is stored only when it is not the lead's own user (V38).
+            let created_by = (user_id != p.user_id).then(|| p.user_id.clone());
             fields.push(("agent_id", agent_id.into()));
             fields.push(("user_id", user_id.into()));
-            // The "created" log entry lives on the row (db::leads::CREATED_ENTRY).
             fields.push(("created_log_id", repo::next_activity_id(c)?.into()));
-            fields.push(("created_by", p.user_id.clone().into()));
+            fields.push(("created_by", created_by.into()));
             let lead = repo::insert_returning(c, &fields, &agent)?;
             if let Some(a) = audit {
                 a.insert(c, Some(&lead.id.to_string()), &created_summary(&lead))?;

@@ -1185,6 +1185,69 @@ async fn logs_of(app: &TestApp, u: &User, id: i64) -> Value {
         .clone()
 }
 
+/// A lead's creator is stored only when it is not the lead's user (V38): NULL otherwise. The
+/// "created" entry names the creator all the same, and still does after the lead moves to
+/// another user.
+#[tokio::test]
+async fn the_creator_is_stored_only_when_another_user_and_survives_a_move() {
+    let app = TestApp::spawn().await;
+    let (u, v, admin) = (
+        app.standard().await,
+        app.standard().await,
+        app.admin().await,
+    );
+    let g = insert_genie(&app, &u, "G").await;
+    let own = new_lead(&app, &u, json!({"agent_id": g, "name": "Own"})).await;
+    let by_admin = new_lead(&app, &admin, json!({"agent_id": g, "name": "Admin's"})).await;
+    let ids = [
+        own["id"].as_i64().unwrap(),
+        by_admin["id"].as_i64().unwrap(),
+    ];
+    let stored = |app: &TestApp| {
+        let db = app.state.db.clone();
+        async move {
+            db.read(move |c| {
+                let mut st =
+                    c.prepare("SELECT created_by FROM leads WHERE id IN (?1, ?2) ORDER BY id")?;
+                Ok(st
+                    .query_map(ids, |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<Option<String>>>>()?)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(stored(&app).await, [None, Some(admin.id.clone())]);
+    let creator = |logs: Value| logs.as_array().unwrap().last().unwrap()["user_id"].clone();
+    assert_eq!(creator(logs_of(&app, &u, ids[0]).await), json!(u.id));
+    assert_eq!(creator(logs_of(&app, &u, ids[1]).await), json!(admin.id));
+
+    // Both leads move to v: each "created" entry still names who created the lead.
+    for id in ids {
+        app.call(
+            &admin.token,
+            "leads",
+            "update",
+            Some(json!(id)),
+            json!({"user_id": v.id}),
+        )
+        .await
+        .ok(200);
+    }
+    assert_eq!(
+        stored(&app).await,
+        [Some(u.id.clone()), Some(admin.id.clone())]
+    );
+    for (id, by) in [(ids[0], &u.id), (ids[1], &admin.id)] {
+        let logs = logs_of(&app, &admin, id).await;
+        assert_eq!(creator(logs.clone()), json!(by), "{logs}");
+        assert_eq!(
+            logs.as_array().unwrap().last().unwrap()["type"],
+            json!("created")
+        );
+    }
+}
+
 /// The "created" entry is kept on the lead row (created_log_id, created_by) and answered as a
 /// stored one was: its id from the log's own sequence, the creator (not the lead's user), the
 /// lead's time; a database with stored entries answers the same after the migration that
@@ -1286,21 +1349,21 @@ async fn the_created_entry_answers_from_the_lead_row_and_survives_its_migration(
         c.execute_batch(&format!(
             "PRAGMA busy_timeout = 10000; BEGIN;
              INSERT INTO lead_activities (id, lead_id, user_id, type, description, metadata, created_at)
-               SELECT created_log_id, id, created_by, 'created', 'Lead created', NULL,
+               SELECT created_log_id, id, COALESCE(created_by, user_id), 'created', 'Lead created', NULL,
                       CASE WHEN id = {id3} THEN '{off}' ELSE created_at END
                FROM leads WHERE created_log_id IS NOT NULL;
              ALTER TABLE leads DROP COLUMN created_log_id;
              ALTER TABLE leads DROP COLUMN created_by;
              DELETE FROM refinery_schema_history WHERE name = 'lead_created_entry';
-             -- V34 to V37, which came after, unapplied too (refinery applies in order).
+             -- V34 to V38, which came after, unapplied too (refinery applies in order).
              DROP TRIGGER lead_owner_counts_ai; DROP TRIGGER lead_owner_counts_ad;
              DROP TRIGGER lead_owner_counts_au; DROP TRIGGER genies_delete_leads;
              DROP TABLE lead_owner_counts;
              DROP TRIGGER conversation_counts_ai; DROP TRIGGER conversation_counts_ad;
              DROP TRIGGER conversation_counts_au; DROP TABLE conversation_counts;
              DELETE FROM refinery_schema_history WHERE name IN ('lead_owner_counts', 'conversation_counts');
-             -- V37 runs again as a no-op (it keeps converted values as they are).
-             DELETE FROM refinery_schema_history WHERE name = 'compact_audit';
+             -- V37 and V38 run again as no-ops (they keep converted values as they are).
+             DELETE FROM refinery_schema_history WHERE name IN ('compact_audit', 'lead_creator');
              {}
              COMMIT;",
             crate::documents::UNAPPLY_DOCUMENT_SEARCH_READERS
