@@ -316,7 +316,14 @@ pub struct Changes {
     /// Events recorded in the change's transaction (before `genie.updated`), from the saved
     /// row and the version recorded.
     pub announce: Option<Announce>,
+    /// Who must be able to manage the genie (`db::genies::get_manageable`), checked on the
+    /// row the change reads, in its own transaction: no read of its own before the write,
+    /// and no window between the check and the change. `None`: the caller checked.
+    pub manager: Option<Manager>,
 }
+
+/// A user and their role, as `db::genies::get_manageable` takes them.
+pub type Manager = (String, db::users::Role);
 
 pub type Announce = Box<dyn FnOnce(&GenieRow, Option<i64>) -> Vec<Event> + Send>;
 pub type AuditSummary = Box<dyn FnOnce(&GenieRow, Option<i64>) -> String + Send>;
@@ -333,6 +340,7 @@ impl Changes {
             audit_summary: None,
             render: None,
             announce: None,
+            manager: None,
         }
     }
     /// Makes a version's configuration (documents included) the genie's.
@@ -350,6 +358,7 @@ impl Changes {
             audit_summary: None,
             render: None,
             announce: None,
+            manager: None,
         }
     }
 }
@@ -366,7 +375,7 @@ pub struct Applied {
 /// Applies a change to the live genie: edits the row, pushes the agent to the voice provider
 /// when what it is told changed, then stores the row, its documents and the new version in
 /// one transaction. `update`, `publish` and `rollback` call this (and a provider `pull` may).
-/// `by` is the acting user; access is the caller's to check first.
+/// `by` is the acting user; access is the caller's to check first, or `Changes::manager`'s.
 ///
 /// A change the provider need not hear of (the genie has no agent there, or nothing the
 /// agent is told changed: a new description, say) is read, edited and stored in one write
@@ -389,6 +398,7 @@ pub async fn apply(
         audit_summary,
         render,
         announce,
+        manager,
     } = changes;
     let store = Store {
         by: by.to_string(),
@@ -405,7 +415,8 @@ pub async fn apply(
     let first = app
         .db
         .write(move |c| {
-            let (old, docs, new_docs) = read_for_change(c, &id, documents.as_deref())?;
+            let (old, docs, new_docs) =
+                read_for_change(c, &id, manager.as_ref(), documents.as_deref())?;
             let mut row = old.clone();
             edit(&mut row)?;
             row.updated_at = db::now();
@@ -415,7 +426,7 @@ pub async fn apply(
                 || serde_json::to_value(agent_spec(&row, Vec::new()))?
                     != serde_json::to_value(agent_spec(&old, Vec::new()))?;
             if told && row.external_agent_id.is_some() {
-                return Ok(Step::Push(edit, documents, store));
+                return Ok(Step::Push(edit, documents, store, manager));
             }
             let stored = store.run(c, &old, &docs, &row, &new_docs)?;
             Ok(Step::Done(Box::new(row), stored))
@@ -424,8 +435,8 @@ pub async fn apply(
     drop(shared);
     let (row, (version, rendered, raised)) = match first {
         Step::Done(row, stored) => (*row, stored),
-        Step::Push(edit, documents, store) => {
-            push_then_store(app, genie_id, edit, documents, store).await?
+        Step::Push(edit, documents, store, manager) => {
+            push_then_store(app, genie_id, edit, documents, store, manager).await?
         }
     };
     app.bus.emit_all(raised);
@@ -443,9 +454,14 @@ type ForChange = (GenieRow, Vec<repo::AttachedDoc>, Vec<repo::AttachedDoc>);
 fn read_for_change(
     c: &db::sql::Connection,
     id: &str,
+    manager: Option<&Manager>,
     documents: Option<&[String]>,
 ) -> ApiResult<ForChange> {
-    let g = repo::find(c, id)?.ok_or_else(ApiError::agent_not_found)?;
+    let g = match manager {
+        Some((user, role)) => repo::get_manageable(c, user, *role, id)?,
+        None => repo::find(c, id)?,
+    };
+    let g = g.ok_or_else(ApiError::agent_not_found)?;
     let docs = repo::documents(c, id)?;
     let new_docs = match documents {
         Some(ids) => db::genie_versions::attachable(c, &g.user_id, ids)?,
@@ -459,7 +475,7 @@ enum Step {
     /// Stored: the row, and what [`Store::run`] returned.
     Done(Box<GenieRow>, Stored),
     /// Nothing written: the provider must hear of the change first.
-    Push(Edit, Option<Vec<String>>, Store),
+    Push(Edit, Option<Vec<String>>, Store, Option<Manager>),
 }
 
 /// The version recorded, the rendered genie, and the events to emit after the commit.
@@ -474,6 +490,7 @@ async fn push_then_store(
     edit: Edit,
     documents: Option<Vec<String>>,
     store: Store,
+    manager: Option<Manager>,
 ) -> ApiResult<(GenieRow, Stored)> {
     let _guard = crate::knowledge::agents::lock_genie(genie_id).await;
     let id = genie_id.to_string();
@@ -481,7 +498,7 @@ async fn push_then_store(
     let ((old, docs, new_docs), provider) = app
         .db
         .read(move |c| {
-            let change = read_for_change(c, &id, documents.as_deref())?;
+            let change = read_for_change(c, &id, manager.as_ref(), documents.as_deref())?;
             Ok((change, db::genie_providers::get(c, &id)?.provider))
         })
         .await?;

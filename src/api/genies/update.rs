@@ -12,8 +12,15 @@ use crate::service::{genie_versions, genies};
 pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let body: UpdateGenie = req.data()?;
-    let old = load_manageable(ctx, &id).await?;
-    if body.tools.is_some() {
+    let draft = req.data.get("draft").and_then(|d| d.as_bool()) == Some(true);
+    // Tools, a group and a draft need the genie as it is before the write; any other update
+    // is checked for access in its own write (`Changes::manager`), without a read first.
+    let old = if body.tools.is_some() || matches!(body.group_id, Some(Some(_))) || draft {
+        Some(load_manageable(ctx, &id).await?)
+    } else {
+        None
+    };
+    if let (Some(old), Some(_)) = (&old, &body.tools) {
         // Checked on the update as it would apply; the edit itself runs in the write.
         let mut probe = old.clone();
         input::apply_update(&mut probe, &body)?;
@@ -23,12 +30,19 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             .await?;
     }
     // The group is checked before the genie's lock is taken (it reads another table).
-    let group = match &body.group_id {
-        None => None,
-        Some(None) => Some(None),
-        Some(Some(g)) => Some(Some(
+    let group = match (&body.group_id, &old) {
+        (None, _) => None,
+        (Some(None), _) => Some(None),
+        (Some(Some(g)), Some(old)) => Some(Some(
             check_group(&ctx.app, &old.user_id, g, "data.group_id").await?,
         )),
+        // Not taken: a group change reads the genie above.
+        (Some(Some(g)), None) => {
+            let owner = load_manageable(ctx, &id).await?.user_id;
+            Some(Some(
+                check_group(&ctx.app, &owner, g, "data.group_id").await?,
+            ))
+        }
     };
     let edit = move |row: &mut crate::db::genies::GenieRow| {
         input::apply_update(row, &body)?;
@@ -37,13 +51,14 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         }
         Ok(())
     };
-    if req.data.get("draft").and_then(|d| d.as_bool()) == Some(true) {
+    if let (true, Some(old)) = (draft, &old) {
         let staged = genie_versions::stage(&ctx.app, ctx.user_id(), &id, edit).await?;
         return Ok(Reply::ok(staged)
             .record(&id)
             .summary(format!("staged a draft of genie '{}'", old.name)));
     }
     let mut changes = genies::Changes::edit(edit);
+    changes.manager = Some((ctx.user_id().to_string(), ctx.principal.role));
     changes.audit_summary = Some(Box::new(updated_summary));
     // The answer is rendered in the update's own transaction (what was just written, without
     // a second trip to read it back), which records `genie.updated` carrying it.

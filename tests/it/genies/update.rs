@@ -254,3 +254,96 @@ async fn concurrent_updates_do_not_lose_changes() {
         .await;
     assert_eq!(versions.ok(200)["count"], json!(5));
 }
+
+/// An update that needs nothing of the genie beforehand checks access in its own write
+/// (`Changes::manager`): a user who may not manage the genie gets `AGENT_NOT_FOUND`, as for
+/// a genie that does not exist, and nothing happens: no change, no audit row, no event, and
+/// the provider hears nothing, on the path that writes at once and on the one that pushes
+/// first.
+#[tokio::test]
+async fn an_update_by_someone_who_may_not_manage_the_genie_changes_nothing() {
+    let fake = FakeElevenLabs::start().await;
+    let app = el_app(&fake).await;
+    let (owner, stranger) = (app.standard().await, app.standard().await);
+    let consumer = app.user(genied::db::users::Role::Consumer).await;
+    let g = create(
+        &app,
+        &owner.token,
+        json!({"genieName": "Mine", "systemPrompt": "p"}),
+    )
+    .await;
+    let id = g["id"].as_str().unwrap().to_string();
+    let before = get(&app, &owner.token, &id).await.ok(200).clone();
+    let provider_calls = fake.requests().len();
+    let audit = app.count("activities").await;
+    let mut events = app.state.bus.subscribe();
+    // A description is not told to the agent (written at once); a prompt is (pushed first).
+    for data in [
+        json!({"description": "d"}),
+        json!({"systemPrompt": "stolen"}),
+    ] {
+        app.call(
+            &stranger.token,
+            "genies",
+            "update",
+            Some(json!(id)),
+            data.clone(),
+        )
+        .await
+        .err(404, "AGENT_NOT_FOUND");
+        // Consumers write nothing at all (refused before any action runs).
+        app.call(
+            &consumer.token,
+            "genies",
+            "update",
+            Some(json!(id)),
+            data.clone(),
+        )
+        .await
+        .err(403, "FORBIDDEN");
+        // Validation still comes after access: a bad field does not reveal the genie.
+        app.call(
+            &stranger.token,
+            "genies",
+            "update",
+            Some(json!(id)),
+            json!({"name": ""}),
+        )
+        .await
+        .err(404, "AGENT_NOT_FOUND");
+    }
+    app.call(
+        &owner.token,
+        "genies",
+        "update",
+        Some(json!("0190d5a8-0000-7000-8000-000000000000")),
+        json!({"description": "d"}),
+    )
+    .await
+    .err(404, "AGENT_NOT_FOUND");
+    assert_eq!(get(&app, &owner.token, &id).await.ok(200), &before);
+    assert_eq!(fake.requests().len(), provider_calls);
+    assert_eq!(app.count("activities").await, audit);
+    assert!(events.try_recv().is_err(), "no event");
+
+    // The owner's update of both kinds goes through, and the push reaches the provider.
+    for (data, field, value) in [
+        (json!({"description": "d"}), "description", json!("d")),
+        (
+            json!({"systemPrompt": "new"}),
+            "system_prompt",
+            json!("new"),
+        ),
+    ] {
+        let r = app
+            .call(&owner.token, "genies", "update", Some(json!(id)), data)
+            .await;
+        assert_eq!(r.ok(200)["genie"][field], value);
+    }
+    assert!(
+        fake.requests()[provider_calls..]
+            .iter()
+            .any(|r| r.method == "PATCH")
+    );
+    assert_eq!(app.count("activities").await, audit + 2);
+}
