@@ -33,8 +33,9 @@ pub struct NewActivity<'a> {
     pub ip: Option<&'a str>,
 }
 
-/// How an id is stored: a UUID as its 16 bytes. Anything else (no id the service makes is)
-/// keeps its UTF-8 bytes, so a stored value always reads back as the text it was.
+/// How an id is stored: a UUID as its 16 bytes. Anything else keeps its UTF-8 bytes and
+/// reads back as the text it was, unless it is 16 bytes long (read as a UUID then). No id
+/// the service makes is anything else: row ids and user ids are UUIDs (`db::new_id`).
 pub enum Key<'a> {
     Uuid([u8; 16]),
     Text(&'a str),
