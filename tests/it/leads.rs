@@ -1355,15 +1355,14 @@ async fn the_created_entry_answers_from_the_lead_row_and_survives_its_migration(
              ALTER TABLE leads DROP COLUMN created_log_id;
              ALTER TABLE leads DROP COLUMN created_by;
              DELETE FROM refinery_schema_history WHERE name = 'lead_created_entry';
-             -- V34 to V38, which came after, unapplied too (refinery applies in order).
+             -- V34 to V38, which came after, unapplied too (refinery refuses a gap).
              DROP TRIGGER lead_owner_counts_ai; DROP TRIGGER lead_owner_counts_ad;
              DROP TRIGGER lead_owner_counts_au; DROP TRIGGER genies_delete_leads;
              DROP TABLE lead_owner_counts;
              DROP TRIGGER conversation_counts_ai; DROP TRIGGER conversation_counts_ad;
              DROP TRIGGER conversation_counts_au; DROP TABLE conversation_counts;
              DELETE FROM refinery_schema_history WHERE name IN ('lead_owner_counts', 'conversation_counts');
-             -- V37 and V38 run again as no-ops (they keep converted values as they are).
-             DELETE FROM refinery_schema_history WHERE name IN ('compact_audit', 'lead_creator');
+             -- V36 and after: UNAPPLY_DOCUMENT_SEARCH_READERS.
              {}
              COMMIT;",
             crate::documents::UNAPPLY_DOCUMENT_SEARCH_READERS
