@@ -3,8 +3,6 @@
 //! which checks every request), the number's last digit decides who picks up, and an
 //! answered call becomes a conversation stored under the call's id.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
 use crate::common::fakes::call_llm::FakeCallLlm;
@@ -54,25 +52,9 @@ async fn logs(app: &TestApp, u: &User, lead: i64) -> Vec<Value> {
     r.ok(200)["activities"].as_array().cloned().unwrap()
 }
 
-/// Polls `probe` until it gives a value (60 s at most).
-async fn eventually<T, F, Fut>(what: &str, probe: F) -> T
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// The lead's activity entry that reports the end of call `call_id`.
 async fn outcome_entry(app: &TestApp, u: &User, lead: i64, call_id: &str) -> Value {
-    eventually("the call's outcome in the lead's log", || async {
+    wait_until("the call's outcome in the lead's log", || async {
         logs(app, u, lead).await.into_iter().find(|a| {
             a["metadata"]["call_id"] == json!(call_id) && a["metadata"]["outcome"].is_string()
         })
@@ -110,7 +92,7 @@ async fn a_local_call_is_simulated_and_becomes_a_conversation() {
     );
 
     // The answered call is a conversation under the call's id, analysed, linked to the lead.
-    let conv = eventually("the call's conversation", || async {
+    let conv = wait_until("the call's conversation", || async {
         let r = app
             .call(
                 &u.token,
@@ -349,7 +331,7 @@ async fn campaign_calls_wait_for_the_genies_call_rate_and_share_it_with_genies_c
     app.call(&u.token, "campaigns", "start", Some(json!(id)), json!({}))
         .await
         .ok(200);
-    let k = eventually("two calls, then the genie's rate", || async {
+    let k = wait_until("two calls, then the genie's rate", || async {
         let k = get().await;
         (k["counts"]["completed"] == json!(2)
             && k["waiting"]
@@ -382,7 +364,7 @@ async fn campaign_calls_wait_for_the_genies_call_rate_and_share_it_with_genies_c
             .await
             .ok(200);
     }
-    let k = eventually("completion", || async {
+    let k = wait_until("completion", || async {
         let k = get().await;
         (k["status"] == json!("completed")).then_some(k)
     })

@@ -572,17 +572,6 @@ fn start(data: &std::path::Path, port: u16) -> Proc {
     )
 }
 
-async fn wait_until<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// The job row of the document, read from the binary's own database (either engine).
 fn job_row(data: &std::path::Path) -> Option<(String, i64, i64, Option<String>)> {
     let row = crate::common::query(

@@ -217,6 +217,22 @@ pub fn stored_bytes(app: &TestApp) -> Vec<u8> {
     }
 }
 
+/// Polls `probe` until it gives a value, for what a background task brings about (never a
+/// fixed sleep); fails naming `what` after 60 s, a deadline a busy machine still meets.
+pub async fn wait_until<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// `GENIED_TEST_LOG=1`: the service's own log (genied's targets, debug and up) in each
 /// test's captured output, which says why an answer was a 500.
 fn log_if_asked() {
