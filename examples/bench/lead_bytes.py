@@ -94,9 +94,20 @@ creator_when_other = c.execute("SELECT 1 FROM refinery_schema_history WHERE name
 compact_audit = any(r[1] == 'id' and r[2] == 'BLOB' for r in c.execute('PRAGMA table_info(activities)'))
 
 
+watermark = c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'leads_search_state'").fetchone()
+
+
 def index_pending():
     # What service::leads::search_indexer does (db::leads::index_pending), in one transaction.
     c.execute('BEGIN IMMEDIATE')
+    if watermark:
+        # Since V39 new leads are those past the watermark; no create lists them as pending.
+        w = c.execute('SELECT indexed_to FROM leads_search_state WHERE id = 1').fetchone()[0]
+        to = c.execute('SELECT MAX(id) FROM leads WHERE id > ?', (w,)).fetchone()[0]
+        if to is not None:
+            c.execute('INSERT INTO leads_search (rowid, name, email, phone)'
+                      ' SELECT id, name, email, phone FROM leads WHERE id > ? AND id <= ?', (w, to))
+            c.execute('UPDATE leads_search_state SET indexed_to = ? WHERE id = 1', (to,))
     last = c.execute('SELECT MAX(lead_id) FROM leads_search_pending').fetchone()[0]
     if last is not None:
         c.execute('INSERT INTO leads_search (rowid, name, email, phone) SELECT l.id, l.name, l.email, l.phone'

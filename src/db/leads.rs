@@ -203,13 +203,11 @@ fn where_clause(
             // The trigram index keeps which trigrams a lead has, not where (detail=none): it
             // finds the leads that have every trigram of the term, and the row is then checked
             // for the term itself, case-insensitively as the index folds case. Leads not
-            // indexed yet (leads_search_pending, a handful) are checked row by row.
-            w.push(
-                "(l.id IN (SELECT rowid FROM leads_search WHERE leads_search MATCH ?) \
-                   OR l.id IN (SELECT lead_id FROM leads_search_pending)) \
-                 AND (genied_icontains(l.name, ?) OR genied_icontains(l.email, ?) OR genied_icontains(l.phone, ?))"
-                    .into(),
-            );
+            // indexed yet are checked row by row (SEARCH_CANDIDATES).
+            w.push(format!(
+                "{SEARCH_CANDIDATES} AND (genied_icontains(l.name, ?) \
+                 OR genied_icontains(l.email, ?) OR genied_icontains(l.phone, ?))"
+            ));
             p.push(trigram_query(term).into());
             for _ in 0..3 {
                 p.push(term.clone().into());
@@ -247,6 +245,16 @@ fn where_clause(
     Ok((sql, p))
 }
 
+/// The leads a trigram search looks at (`?`: the FTS5 query): those the index matches, and
+/// those it does not hold yet, new ones past the watermark and renamed ones (V39). Each is an
+/// `IN` list, so that a listing of every lead can look the candidates up by id (`MULTI-INDEX
+/// OR`): as `l.id > (SELECT indexed_to …)` the range made SQLite walk every lead in time order
+/// instead (`perf::the_search_indexer_looks_leads_up_by_id_instead_of_walking_the_table`).
+pub const SEARCH_CANDIDATES: &str = "(l.id IN (SELECT rowid FROM leads_search WHERE leads_search MATCH ?) \
+      OR l.id IN (SELECT id FROM leads \
+                  WHERE id > (SELECT indexed_to FROM leads_search_state WHERE id = 1)) \
+      OR l.id IN (SELECT lead_id FROM leads_search_pending))";
+
 /// An FTS5 query that requires every distinct trigram of `term`, each as a quoted string.
 fn trigram_query(term: &str) -> String {
     let chars: Vec<char> = term.chars().collect();
@@ -261,10 +269,31 @@ fn trigram_query(term: &str) -> String {
     parts.join(" AND ")
 }
 
-/// Whether some lead waits to be indexed for search.
+/// Whether some lead waits to be indexed for search: past the watermark, or renamed (V39).
+/// Never on PostgreSQL, whose trigram indexes follow each write.
 pub fn search_pending(c: &Connection) -> rusqlite::Result<bool> {
-    c.prepare_cached("SELECT EXISTS (SELECT 1 FROM leads_search_pending)")?
-        .query_row([], |r| r.get(0))
+    if c.is_postgres() {
+        return Ok(false);
+    }
+    c.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM leads_search_pending)
+             OR EXISTS (SELECT 1 FROM leads
+                        WHERE id > (SELECT indexed_to FROM leads_search_state WHERE id = 1))",
+    )?
+    .query_row([], |r| r.get(0))
+}
+
+/// How many leads wait to be indexed for search (see [`search_pending`]).
+pub fn search_backlog(c: &Connection) -> rusqlite::Result<i64> {
+    if c.is_postgres() {
+        return Ok(0);
+    }
+    c.prepare_cached(
+        "SELECT (SELECT COUNT(*) FROM leads_search_pending)
+              + (SELECT COUNT(*) FROM leads
+                 WHERE id > (SELECT indexed_to FROM leads_search_state WHERE id = 1))",
+    )?
+    .query_row([], |r| r.get(0))
 }
 
 /// The search index's batch: the pending leads up to `?1`, looked up by id. Written as
@@ -277,21 +306,47 @@ pub const INDEX_PENDING: &str = "INSERT INTO leads_search (rowid, name, email, p
      SELECT l.id, l.name, l.email, l.phone FROM leads l
      WHERE l.id IN (SELECT lead_id FROM leads_search_pending WHERE lead_id <= ?1)";
 
-/// Indexes up to `limit` pending leads for search, oldest first, in the caller's
-/// transaction (one FTS5 segment for the batch); returns how many.
+/// The search index's batch of new leads: those past the watermark up to `?2`, a range of
+/// rowids.
+pub const INDEX_NEW: &str = "INSERT INTO leads_search (rowid, name, email, phone)
+     SELECT id, name, email, phone FROM leads WHERE id > ?1 AND id <= ?2";
+
+/// Indexes up to `limit` leads for search in the caller's transaction (one FTS5 segment for
+/// the batch): the renamed ones first, then the new ones past the watermark, which moves on.
+/// Returns how many; fewer than `limit` means none is left. Nothing on PostgreSQL.
 pub fn index_pending(c: &Connection, limit: i64) -> rusqlite::Result<usize> {
+    if c.is_postgres() {
+        return Ok(0);
+    }
     let ids: Vec<i64> = c
         .prepare_cached("SELECT lead_id FROM leads_search_pending ORDER BY lead_id LIMIT ?1")?
         .query_map([limit], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
-    let Some(last) = ids.last() else {
-        return Ok(0);
-    };
-    // A pending lead always exists: deleting a lead removes its pending row.
-    c.prepare_cached(INDEX_PENDING)?.execute([last])?;
-    c.prepare_cached("DELETE FROM leads_search_pending WHERE lead_id <= ?1")?
-        .execute([last])?;
-    Ok(ids.len())
+    if let Some(last) = ids.last() {
+        // A pending lead always exists: deleting a lead removes its pending row.
+        c.prepare_cached(INDEX_PENDING)?.execute([last])?;
+        c.prepare_cached("DELETE FROM leads_search_pending WHERE lead_id <= ?1")?
+            .execute([last])?;
+    }
+    let room = limit - ids.len() as i64;
+    if room <= 0 {
+        return Ok(ids.len());
+    }
+    let from: i64 = c
+        .prepare_cached("SELECT indexed_to FROM leads_search_state WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
+    let (to, new): (Option<i64>, i64) = c
+        .prepare_cached(
+            "SELECT MAX(id), COUNT(*) FROM
+               (SELECT id FROM leads WHERE id > ?1 ORDER BY id LIMIT ?2)",
+        )?
+        .query_row(params![from, room], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if let Some(to) = to {
+        c.prepare_cached(INDEX_NEW)?.execute(params![from, to])?;
+        c.prepare_cached("UPDATE leads_search_state SET indexed_to = ?1 WHERE id = 1")?
+            .execute([to])?;
+    }
+    Ok(ids.len() + new as usize)
 }
 
 /// `genied_icontains(haystack, needle)`: whether `needle` occurs in `haystack`, ignoring

@@ -698,11 +698,12 @@ async fn conversations_cursor_pages_walk_every_readable_one_once() {
         .err(400, "VALIDATION_ERROR");
 }
 
-/// The search indexer's batch walks the pending leads and looks each lead up by id; it never
-/// walks `leads` itself, whose size it would then cost on every batch (a join's range on
-/// the pending ids was carried over to `leads`: a scan of the whole table each half second
-/// of writes). The plan is SQLite's, on the service's own schema, without statistics (the
-/// service never runs `ANALYZE`); and the batch still indexes what it should.
+/// The search indexer's batch walks the pending leads and looks each lead up by id, and the
+/// new leads as a range of ids past the watermark; it never walks `leads` itself, whose size
+/// it would then cost on every batch (a join's range on the pending ids was carried over to
+/// `leads`: a scan of the whole table each half second of writes). A search looks its
+/// candidates up by id too. The plans are SQLite's, on the service's own schema, without
+/// statistics (the service never runs `ANALYZE`); and the batch still indexes what it should.
 #[tokio::test]
 async fn the_search_indexer_looks_leads_up_by_id_instead_of_walking_the_table() {
     if postgres::skip("the lead search index and its pending rows are SQLite's") {
@@ -744,6 +745,44 @@ async fn the_search_indexer_looks_leads_up_by_id_instead_of_walking_the_table() 
         !plan
             .iter()
             .any(|s| s.starts_with("SCAN l") || s.contains("l USING INTEGER PRIMARY KEY (rowid<")),
+        "{plan:?}"
+    );
+    // A search of every lead (an admin's listing) looks its candidates up by id, new and
+    // renamed ones included, rather than walking the leads in time order and asking each.
+    db::leads::register_functions(&c).unwrap();
+    let plan: Vec<String> = c
+        .prepare(&format!(
+            "EXPLAIN QUERY PLAN SELECT l.id FROM leads l WHERE {}
+             AND genied_icontains(l.name, ?) ORDER BY l.created_at DESC, l.id DESC LIMIT 50",
+            db::leads::SEARCH_CANDIDATES
+        ))
+        .unwrap()
+        .query_map(["\"uil\"", "uil"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        plan.first().map(String::as_str),
+        Some("MULTI-INDEX OR"),
+        "{plan:?}"
+    );
+    assert!(
+        !plan
+            .iter()
+            .any(|s| s == "SCAN l" || s.starts_with("SCAN l ")),
+        "{plan:?}"
+    );
+    // New leads (V39): the range past the watermark, never the table before it.
+    let plan: Vec<String> = c
+        .prepare(&format!("EXPLAIN QUERY PLAN {}", db::leads::INDEX_NEW))
+        .unwrap()
+        .query_map([0, i64::MAX], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        plan,
+        ["SEARCH leads USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"],
         "{plan:?}"
     );
     // Whatever the indexer has not taken yet, one batch by hand indexes: both leads are found

@@ -97,8 +97,12 @@ impl Target {
         })
     }
 
+    /// Leads waiting for the search indexer (past its watermark, or renamed).
     fn pending(&self) -> i64 {
-        self.count("SELECT COUNT(*) FROM leads_search_pending")
+        self.with_db(|db| {
+            db.read_blocking(|c| Ok(db::leads::search_backlog(c)?))
+                .unwrap()
+        })
     }
 }
 
