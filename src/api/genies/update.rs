@@ -13,14 +13,13 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let id = req.uuid()?;
     let body: UpdateGenie = req.data()?;
     let draft = req.data.get("draft").and_then(|d| d.as_bool()) == Some(true);
-    // Tools, a group and a draft need the genie as it is before the write; any other update
-    // is checked for access in its own write (`Changes::manager`), without a read first.
-    let old = if body.tools.is_some() || matches!(body.group_id, Some(Some(_))) || draft {
-        Some(load_manageable(ctx, &id).await?)
-    } else {
-        None
-    };
-    if let (Some(old), Some(_)) = (&old, &body.tools) {
+    // The genie as it is before the write, read once and only when something below needs it
+    // (tools, a group, a draft); any other update is checked for access in its own write
+    // (`Changes::manager`), without a read first.
+    let before = tokio::sync::OnceCell::new();
+    let old = async || before.get_or_try_init(|| load_manageable(ctx, &id)).await;
+    if body.tools.is_some() {
+        let old = old().await?;
         // Checked on the update as it would apply; the edit itself runs in the write.
         let mut probe = old.clone();
         input::apply_update(&mut probe, &body)?;
@@ -30,19 +29,12 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             .await?;
     }
     // The group is checked before the genie's lock is taken (it reads another table).
-    let group = match (&body.group_id, &old) {
-        (None, _) => None,
-        (Some(None), _) => Some(None),
-        (Some(Some(g)), Some(old)) => Some(Some(
-            check_group(&ctx.app, &old.user_id, g, "data.group_id").await?,
+    let group = match &body.group_id {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(g)) => Some(Some(
+            check_group(&ctx.app, &old().await?.user_id, g, "data.group_id").await?,
         )),
-        // Not taken: a group change reads the genie above.
-        (Some(Some(g)), None) => {
-            let owner = load_manageable(ctx, &id).await?.user_id;
-            Some(Some(
-                check_group(&ctx.app, &owner, g, "data.group_id").await?,
-            ))
-        }
     };
     let edit = move |row: &mut crate::db::genies::GenieRow| {
         input::apply_update(row, &body)?;
@@ -51,11 +43,10 @@ pub(super) async fn update(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         }
         Ok(())
     };
-    if let (true, Some(old)) = (draft, &old) {
+    if draft {
+        let summary = format!("staged a draft of genie '{}'", old().await?.name);
         let staged = genie_versions::stage(&ctx.app, ctx.user_id(), &id, edit).await?;
-        return Ok(Reply::ok(staged)
-            .record(&id)
-            .summary(format!("staged a draft of genie '{}'", old.name)));
+        return Ok(Reply::ok(staged).record(&id).summary(summary));
     }
     let mut changes = genies::Changes::edit(edit);
     changes.manager = Some((ctx.user_id().to_string(), ctx.principal.role));
