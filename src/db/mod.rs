@@ -223,12 +223,57 @@ impl Drop for WriterThread {
 /// write request pays for a checkpoint (SQLite's automatic checkpoint runs inside the
 /// commit that crosses 1000 WAL pages, adding milliseconds to that request). `PASSIVE`
 /// never waits for readers or the writer; at most one runs per `CHECKPOINT_EVERY`.
-fn checkpointer_loop(conn: rusqlite::Connection, wake: mpsc::Receiver<()>) {
+///
+/// Copying is not enough to keep the WAL small. SQLite writes it from its first frame again
+/// only when a write begins with every frame copied and no reader using any of them, and
+/// under steady requests there is nearly always a reader that began before the last copy
+/// (the outbox's, a page's): the WAL grew without end (a gigabyte in ten seconds of
+/// creates at one connection), every frame written to a page the file had never had, which
+/// cost the filesystem more than the write itself. So once the WAL holds `RESTART_AT`
+/// frames, a second pass runs with the writer's connection held (nothing is committed
+/// meanwhile): `RESTART` copies what the first pass left and waits, briefly
+/// ([`brief_wait`]), for the readers of the WAL to finish, after which new readers read
+/// the database file and the next write starts the WAL over.
+fn checkpointer_loop(
+    conn: rusqlite::Connection,
+    wake: mpsc::Receiver<()>,
+    writer: Arc<Mutex<rusqlite::Connection>>,
+) {
+    if let Err(e) = conn.busy_handler(Some(brief_wait)) {
+        tracing::warn!(error = %e, "the checkpointer's busy handler could not be set");
+    }
     while wake.recv().is_ok() {
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "WAL checkpoint failed");
+        if checkpoint(&conn, "PASSIVE").is_some_and(|frames| frames >= RESTART_AT) {
+            let _held = writer.lock().unwrap_or_else(|p| p.into_inner());
+            checkpoint(&conn, "RESTART");
         }
         std::thread::sleep(CHECKPOINT_EVERY);
+    }
+}
+
+/// WAL frames (4 KB each) past which the checkpointer makes the next write start it over.
+const RESTART_AT: i64 = 1000;
+
+/// The checkpointer's busy handler: waits some 5 ms in all (30 times 100 µs and the
+/// timer's slack) for readers or another process's writer, then gives up until the next
+/// round. Short, because the `RESTART` pass holds this process's writes while it waits;
+/// long enough for a slow page of a list to finish.
+fn brief_wait(attempt: i32) -> bool {
+    if attempt >= 30 {
+        return false;
+    }
+    std::thread::sleep(std::time::Duration::from_micros(100));
+    true
+}
+
+/// One checkpoint in `mode`: the frames the WAL held, or `None` on error.
+fn checkpoint(conn: &rusqlite::Connection, mode: &str) -> Option<i64> {
+    match conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| r.get(1)) {
+        Ok(frames) => Some(frames),
+        Err(e) => {
+            tracing::warn!(error = %e, mode, "WAL checkpoint failed");
+            None
+        }
     }
 }
 
@@ -455,10 +500,11 @@ impl Lite {
         let ckpt_conn = rusqlite::Connection::open(path)?;
         ckpt_conn.execute_batch(PRAGMAS)?;
         let (checkpoint, wake) = mpsc::sync_channel::<()>(1);
+        let write = Arc::new(Mutex::new(writer));
+        let held = write.clone();
         let checkpointer = std::thread::Builder::new()
             .name("genied-checkpoint".into())
-            .spawn(move || checkpointer_loop(ckpt_conn, wake))?;
-        let write = Arc::new(Mutex::new(writer));
+            .spawn(move || checkpointer_loop(ckpt_conn, wake, held))?;
         let (jobs, queue) = mpsc::channel::<Job>();
         let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (w, c, q) = (write.clone(), checkpoint.clone(), queued.clone());
