@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod openapi;
 pub mod prometheus;
 pub mod public_page;
+mod repoll;
 pub mod rest;
 pub mod server;
 pub mod upload;

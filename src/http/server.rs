@@ -158,7 +158,8 @@ pub async fn run(
             watch: watch.clone(),
         });
         let conn = graceful.watch(http.serve_connection(io, service));
-        tokio::spawn(async move {
+        // Repoll: the connection wakes itself as a request's body reaches its handler.
+        tokio::spawn(super::repoll::Repoll::new(async move {
             tokio::select! {
                 r = conn => if let Err(e) = r {
                     tracing::debug!(error = %e, %peer, "connection ended with an error");
@@ -168,7 +169,7 @@ pub async fn run(
                 },
             }
             drop(permit);
-        });
+        }));
     }
     drop(listener);
     graceful.shutdown().await;
