@@ -12,9 +12,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
+
+use futures_util::task::AtomicWaker;
 
 /// Polls in a row for wakes during polls before the wake goes to tokio after all, so a
 /// future that keeps waking itself still lets the worker's other tasks run.
@@ -33,7 +35,7 @@ struct State {
     /// Woken while `polling`.
     woken: AtomicBool,
     /// The runtime's waker of the task, from its latest poll.
-    task: Mutex<Option<Waker>>,
+    task: AtomicWaker,
 }
 
 impl<F: Future> Repoll<F> {
@@ -41,7 +43,7 @@ impl<F: Future> Repoll<F> {
         let state = Arc::new(State {
             polling: AtomicBool::new(false),
             woken: AtomicBool::new(false),
-            task: Mutex::new(None),
+            task: AtomicWaker::new(),
         });
         Repoll {
             inner: Box::pin(inner),
@@ -65,10 +67,7 @@ impl Wake for State {
                 return;
             }
         }
-        let task = self.task.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(w) = task.as_ref() {
-            w.wake_by_ref();
-        }
+        self.task.wake();
     }
 }
 
@@ -76,12 +75,7 @@ impl<F: Future> Future for Repoll<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        {
-            let mut task = self.state.task.lock().unwrap_or_else(|p| p.into_inner());
-            if !task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *task = Some(cx.waker().clone());
-            }
-        }
+        self.state.task.register(cx.waker());
         let this = &mut *self;
         let mut own = Context::from_waker(&this.own);
         for _ in 0..REPOLLS {
@@ -128,31 +122,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_wake_during_the_poll_polls_again_without_the_runtime() {
+    /// One poll of a `Selfish` inside `Repoll`: its answer, the wakes the runtime got, and
+    /// how many times the inner future was polled.
+    fn poll_selfish(selfish: usize) -> (Poll<usize>, usize, usize) {
         let count = Arc::new(Count(AtomicUsize::new(0)));
         let waker = Waker::from(count.clone());
-        let mut f = Repoll::new(Selfish {
-            selfish: 2,
-            polls: 0,
-        });
+        let mut f = Repoll::new(Selfish { selfish, polls: 0 });
         let r = Pin::new(&mut f).poll(&mut Context::from_waker(&waker));
-        assert_eq!(r, Poll::Ready(3));
-        assert_eq!(count.0.load(SeqCst), 0);
+        (r, count.0.load(SeqCst), f.inner.polls)
+    }
+
+    #[test]
+    fn a_wake_during_the_poll_polls_again_without_the_runtime() {
+        assert_eq!(poll_selfish(2), (Poll::Ready(3), 0, 3));
     }
 
     #[test]
     fn a_future_that_keeps_waking_itself_is_handed_back_to_the_runtime() {
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
-        let mut f = Repoll::new(Selfish {
-            selfish: 100,
-            polls: 0,
-        });
-        let r = Pin::new(&mut f).poll(&mut Context::from_waker(&waker));
-        assert_eq!(r, Poll::Pending);
-        assert_eq!(count.0.load(SeqCst), 1);
-        assert_eq!(f.inner.polls, REPOLLS);
+        assert_eq!(poll_selfish(100), (Poll::Pending, 1, REPOLLS));
     }
 
     #[test]
