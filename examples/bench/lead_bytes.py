@@ -48,8 +48,11 @@ c.execute('INSERT INTO genies (id, user_id, name, name_lower, llm_model, created
 def create(i):
     fn, ln = random.choice(first), random.choice(last)
     ts = (t0 + datetime.timedelta(seconds=i * 7)).isoformat(timespec='milliseconds') + 'Z'
+    ts_ms = int((t0 + datetime.timedelta(seconds=i * 7)).replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
     c.execute('BEGIN IMMEDIATE')
-    values = (genie, user, f'{fn} {ln}', f'{fn.lower()}.{ln.lower()}{i}@example.com', f'+1555{i:07d}', 'new', 'medium', ts, ts)
+    # Since V40 a lead's times are milliseconds since the epoch.
+    lead_ts = ts_ms if lead_ms else ts
+    values = (genie, user, f'{fn} {ln}', f'{fn.lower()}.{ln.lower()}{i}@example.com', f'+1555{i:07d}', 'new', 'medium', lead_ts, lead_ts)
     if created_on_row:
         # Since V33 the "created" log entry is two columns of the lead row: its id, taken from
         # lead_activities' sequence (db::leads::next_activity_id), and who created the lead.
@@ -78,7 +81,7 @@ def create(i):
     if compact_audit:
         # Since V37 the audit row keeps its ids as 16 bytes and its time as milliseconds.
         audit_ids = (uuid.uuid4().bytes, uuid.UUID(user).bytes)
-        audit_ts = int((t0 + datetime.timedelta(seconds=i * 7)).replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+        audit_ts = ts_ms
     else:
         audit_ids, audit_ts = (str(uuid.uuid4()), user), ts
     c.execute(
@@ -91,6 +94,7 @@ def create(i):
 pending = c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'leads_search_pending'").fetchone()
 created_on_row = any(r[1] == 'created_log_id' for r in c.execute('PRAGMA table_info(leads)'))
 creator_when_other = c.execute("SELECT 1 FROM refinery_schema_history WHERE name = 'lead_creator'").fetchone() is not None
+lead_ms = any(r[1] == 'created_at' and r[2] == 'INTEGER' for r in c.execute('PRAGMA table_info(leads)'))
 compact_audit = any(r[1] == 'id' and r[2] == 'BLOB' for r in c.execute('PRAGMA table_info(activities)'))
 
 

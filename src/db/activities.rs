@@ -10,7 +10,7 @@ use crate::db::sql::{Connection, Row, ToSql, params};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use serde::Serialize;
 
-use super::fmt_time;
+use super::{ms_text, text_ms};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Activity {
@@ -75,20 +75,6 @@ fn key_text(b: Vec<u8>) -> String {
     }
 }
 
-/// A stored time: milliseconds since the epoch, as the API writes it (RFC 3339, milliseconds).
-fn time_text(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(fmt_time)
-        .unwrap_or_default()
-}
-
-/// An RFC 3339 bound as stored times compare with it.
-fn time_millis(s: &str) -> rusqlite::Result<i64> {
-    chrono::DateTime::parse_from_rfc3339(s)
-        .map(|t| t.timestamp_millis())
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
-}
-
 pub fn insert(c: &Connection, a: &NewActivity) -> rusqlite::Result<()> {
     c.prepare_cached(
         "INSERT INTO activities (id, user_id, resource, action, record_id, summary, ip, created_at)
@@ -102,7 +88,7 @@ pub fn insert(c: &Connection, a: &NewActivity) -> rusqlite::Result<()> {
         a.record_id,
         a.summary,
         a.ip,
-        chrono::Utc::now().timestamp_millis()
+        super::now_ms()
     ])?;
     Ok(())
 }
@@ -137,10 +123,10 @@ fn where_clause<'a>(f: &'a Filter) -> rusqlite::Result<(String, Args<'a>)> {
         push("action =", Box::new(v));
     }
     if let Some(v) = &f.from {
-        push("created_at >=", Box::new(time_millis(v)?));
+        push("created_at >=", Box::new(text_ms(v)?));
     }
     if let Some(v) = &f.to {
-        push("created_at <=", Box::new(time_millis(v)?));
+        push("created_at <=", Box::new(text_ms(v)?));
     }
     Ok((sql, args))
 }
@@ -176,7 +162,7 @@ pub fn list(
                 record_id: r.get(4)?,
                 summary: r.get(5)?,
                 ip: r.get(6)?,
-                created_at: time_text(r.get(7)?),
+                created_at: ms_text(r.get(7)?),
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -7,7 +7,7 @@ use crate::db::sql::{Connection, OptionalExtension, Row, params, params_from_ite
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{json_col, now};
+use super::{json_col, ms_text, now_ms, text_ms};
 
 /// The four standard statuses, in their lifecycle order.
 pub const STATUSES: &[&str] = &["new", "contacted", "qualified", "converted"];
@@ -96,8 +96,8 @@ fn from_row(r: &Row) -> rusqlite::Result<Lead> {
         preferred_contact_method: r.get(16)?,
         preferred_contact_time: r.get(17)?,
         metadata: obj_col(r.get(18)?),
-        created_at: r.get(19)?,
-        updated_at: r.get(20)?,
+        created_at: ms_text(r.get(19)?),
+        updated_at: r.get::<_, Option<i64>>(20)?.map(ms_text),
         conversation_ref: r.get(21)?,
         agent: json!({"id": agent_id, "name": agent_name}),
         agent_id,
@@ -227,14 +227,15 @@ fn where_clause(
     }
     if let Some(since) = &f.since {
         w.push("l.created_at >= ?".into());
-        p.push(since.clone().into());
+        p.push(text_ms(since)?.into());
     }
     if with_status && let Some((at, id)) = &f.after {
         // The `<=` bound lets the time index start the walk at the cursor instead of at the
         // newest lead; the rest breaks ties between leads of the same millisecond.
         w.push("l.created_at <= ? AND (l.created_at < ? OR l.id < ?)".into());
-        p.push(at.clone().into());
-        p.push(at.clone().into());
+        let at = text_ms(at)?;
+        p.push(at.into());
+        p.push(at.into());
         p.push((*id).into());
     }
     let sql = if w.is_empty() {
@@ -581,11 +582,11 @@ const RETURNING: &str =
         conversation_ref, NULL, NULL, do_not_call";
 
 fn insert_with(c: &Connection, fields: &Fields, returning: &str) -> rusqlite::Result<Option<Lead>> {
-    let ts = now();
+    let ts = now_ms();
     let mut cols: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
     let mut vals: Vec<SqlValue> = fields.iter().map(|(_, v)| v.clone()).collect();
     cols.push("created_at");
-    vals.push(ts.clone().into());
+    vals.push(ts.into());
     cols.push("updated_at");
     vals.push(ts.into());
     // Cached: compiling an insert also compiles the search and counter triggers.
@@ -610,7 +611,7 @@ pub fn update(c: &Connection, id: i64, fields: &Fields) -> rusqlite::Result<()> 
         sets.push("created_by = COALESCE(created_by, user_id)".into());
     }
     sets.push("updated_at = ?".into());
-    vals.push(now().into());
+    vals.push(now_ms().into());
     vals.push(id.into());
     c.prepare_cached(&format!(
         "UPDATE leads SET {} WHERE id = ?",
@@ -647,7 +648,7 @@ fn activity_row(r: &Row) -> rusqlite::Result<Activity> {
         kind: r.get(3)?,
         description: r.get(4)?,
         metadata: obj_col(r.get(5)?),
-        created_at: r.get(6)?,
+        created_at: ms_text(r.get(6)?),
     })
 }
 
@@ -672,7 +673,7 @@ pub fn log(
             kind,
             description,
             metadata.map(|m| m.to_string()),
-            now()
+            now_ms()
         ],
         activity_row,
     )

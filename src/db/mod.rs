@@ -859,19 +859,40 @@ where
     }
 }
 
-/// Current time as stored and returned everywhere: RFC 3339, UTC, milliseconds.
 /// A statement that touches no table: the database answers (readiness).
 pub fn ping(c: &Connection) -> rusqlite::Result<()> {
     c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?;
     Ok(())
 }
 
+/// Current time as returned everywhere, and stored in most tables: RFC 3339, UTC,
+/// milliseconds. The audit log and leads store [`now_ms`] instead (issue #16: bytes).
 pub fn now() -> String {
     fmt_time(chrono::Utc::now())
 }
 
 pub fn fmt_time(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Current time as a compact column stores it: milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A stored time in milliseconds as the API writes it ([`now`]'s form).
+pub fn ms_text(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(fmt_time)
+        .unwrap_or_default()
+}
+
+/// An RFC 3339 time (a filter's bound, a cursor's position) as compact columns compare with
+/// it.
+pub fn text_ms(s: &str) -> rusqlite::Result<i64> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.timestamp_millis())
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }
 
 /// Time-ordered record id (UUID v7): good locality in indexes and usable in keyset cursors.

@@ -15,6 +15,22 @@ pub struct Table {
     pub json_columns: &'static [&'static str],
     /// SQL condition limiting rows to the owner `?1`.
     pub owner: &'static str,
+    /// Time columns stored as milliseconds since the epoch (leads, since V40): answered and
+    /// compared in the RFC 3339 text every other table stores.
+    pub ms_columns: &'static [&'static str],
+}
+
+impl Table {
+    /// A filter's value as the column compares with it: an RFC 3339 text as milliseconds
+    /// for a time column stored so.
+    pub fn bind(&self, col: &str, v: Sql) -> Result<Sql, String> {
+        match v {
+            Sql::Text(s) if self.ms_columns.contains(&col) => super::text_ms(&s)
+                .map(Sql::Integer)
+                .map_err(|_| format!("'{col}' must be an RFC 3339 timestamp")),
+            v => Ok(v),
+        }
+    }
 }
 
 const LEAD_OWNER: &str = "(user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1))";
@@ -40,6 +56,7 @@ pub const TABLES: &[Table] = &[
         ],
         json_columns: &["analysis", "metadata", "tags"],
         owner: "user_id = ?1",
+        ms_columns: &[],
     },
     Table {
         name: "call_logs",
@@ -56,6 +73,7 @@ pub const TABLES: &[Table] = &[
         ],
         json_columns: &[],
         owner: "user_id = ?1",
+        ms_columns: &[],
     },
     Table {
         name: "leads",
@@ -82,6 +100,7 @@ pub const TABLES: &[Table] = &[
         ],
         json_columns: &["address", "metadata"],
         owner: LEAD_OWNER,
+        ms_columns: &["created_at", "updated_at"],
     },
     Table {
         name: "agents",
@@ -101,6 +120,7 @@ pub const TABLES: &[Table] = &[
         ],
         json_columns: &[],
         owner: "user_id = ?1",
+        ms_columns: &[],
     },
     Table {
         name: "lead_activities",
@@ -127,6 +147,7 @@ pub const TABLES: &[Table] = &[
         ],
         json_columns: &["metadata"],
         owner: "lead_id IN (SELECT id FROM leads WHERE (user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1)))",
+        ms_columns: &["created_at"],
     },
     Table {
         name: "documents",
@@ -147,6 +168,7 @@ pub const TABLES: &[Table] = &[
         ],
         json_columns: &[],
         owner: "user_id = ?1",
+        ms_columns: &[],
     },
     Table {
         name: "email_logs",
@@ -162,6 +184,7 @@ pub const TABLES: &[Table] = &[
         ],
         json_columns: &[],
         owner: "user_id = ?1",
+        ms_columns: &[],
     },
 ];
 
@@ -188,12 +211,16 @@ pub fn run(c: &Connection, user_id: &str, q: &Query) -> rusqlite::Result<(Vec<Va
         args.push(v.clone());
         cond.push(format!("{col} = ?{}", args.len()));
     }
+    let bound = |s: &String| match t.bind("created_at", Sql::Text(s.clone())) {
+        Ok(v) => Ok(v),
+        Err(e) => Err(rusqlite::Error::ToSqlConversionFailure(e.into())),
+    };
     if let Some(a) = &q.created_after {
-        args.push(Sql::Text(a.clone()));
+        args.push(bound(a)?);
         cond.push(format!("created_at >= ?{}", args.len()));
     }
     if let Some(b) = &q.created_before {
-        args.push(Sql::Text(b.clone()));
+        args.push(bound(b)?);
         cond.push(format!("created_at < ?{}", args.len()));
     }
     let cond = cond.join(" AND ");
@@ -216,6 +243,9 @@ pub fn run(c: &Connection, user_id: &str, q: &Query) -> rusqlite::Result<(Vec<Va
             for (i, col) in t.columns.iter().enumerate() {
                 let v = match r.get_ref(i)? {
                     ValueRef::Null => Value::Null,
+                    ValueRef::Integer(n) if t.ms_columns.contains(col) => {
+                        Value::String(super::ms_text(n))
+                    }
                     ValueRef::Integer(n) => Value::from(n),
                     ValueRef::Real(f) => Value::from(f),
                     ValueRef::Text(s) => {

@@ -408,7 +408,7 @@ async fn query_data(ctx: &ToolCtx, args: &Value) -> Result<Value, String> {
                     Value::Null => Sql::Null,
                     _ => return Err(format!("filter '{k}' must be a string, number or boolean")),
                 };
-                filters.push((*col, v));
+                filters.push((*col, table.bind(col, v)?));
             }
         }
         Some(_) => return Err("'filters' must be an object".into()),

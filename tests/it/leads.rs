@@ -757,17 +757,21 @@ async fn all_and_list_filters_and_pagination() {
     sql(
         &app,
         &format!(
-            "UPDATE leads SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = {}",
+            "UPDATE leads SET created_at = {} WHERE id = {}",
+            chrono::DateTime::parse_from_rfc3339("2020-01-01T00:00:00.000Z")
+                .unwrap()
+                .timestamp_millis(),
             d["id"]
         ),
     )
     .await;
-    let ten_days = genied::db::fmt_time(chrono::Utc::now() - chrono::Duration::days(10));
-    let sixty_days = genied::db::fmt_time(chrono::Utc::now() - chrono::Duration::days(60));
+    // Lead times are stored as milliseconds (V40).
+    let ten_days = (chrono::Utc::now() - chrono::Duration::days(10)).timestamp_millis();
+    let sixty_days = (chrono::Utc::now() - chrono::Duration::days(60)).timestamp_millis();
     sql(
         &app,
         &format!(
-            "UPDATE leads SET created_at = '{ten_days}' WHERE id = {}",
+            "UPDATE leads SET created_at = {ten_days} WHERE id = {}",
             c["id"]
         ),
     )
@@ -775,7 +779,7 @@ async fn all_and_list_filters_and_pagination() {
     sql(
         &app,
         &format!(
-            "UPDATE leads SET created_at = '{sixty_days}' WHERE id = {}",
+            "UPDATE leads SET created_at = {sixty_days} WHERE id = {}",
             b["id"]
         ),
     )
@@ -1691,4 +1695,269 @@ async fn a_user_with_many_genies_lists_and_counts_the_same_leads() {
         .call(&u.token, "leads", "all", None, json!({"limit": 500}))
         .await;
     assert_eq!(mine.ok(200)["leads"].as_array().unwrap().len(), 5);
+}
+
+/// A stored time in milliseconds (`x`) as the text the service wrote before V40, in SQL.
+macro_rules! ms_as_text {
+    (sqlite, $x:literal) => {
+        concat!(
+            "strftime('%Y-%m-%dT%H:%M:%S', ",
+            $x,
+            " / 1000, 'unixepoch') || '.' || printf('%03d', ",
+            $x,
+            " % 1000) || 'Z'"
+        )
+    };
+    (postgres, $x:literal) => {
+        concat!(
+            "to_char(to_timestamp(",
+            $x,
+            " / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') \
+             || '.' || lpad((",
+            $x,
+            " % 1000)::text, 3, '0') || 'Z'"
+        )
+    };
+}
+
+/// A lead's times as they were stored before migration V40 (PostgreSQL V17): RFC 3339 text
+/// columns. Each engine's SQL turns the millisecond columns back into text and unapplies the
+/// migration and those after it, which run again on the next start. `{aged}` is a lead whose
+/// time is then written in another form of the same instant (an offset instead of `Z`),
+/// which the migration must read as the same millisecond.
+const UNDO_LEAD_TIMES_SQLITE: &str = concat!(
+    "DROP INDEX leads_user_time; DROP INDEX leads_agent_time; DROP INDEX leads_time;
+     DROP INDEX leads_status_time; DROP INDEX lead_activities_lead;
+     DROP TRIGGER lead_rollup_ai; DROP TRIGGER lead_rollup_ad; DROP TRIGGER lead_rollup_au;
+     ALTER TABLE leads ADD COLUMN created_text TEXT NOT NULL DEFAULT '';
+     ALTER TABLE leads ADD COLUMN updated_text TEXT;
+     UPDATE leads SET created_text = ",
+    ms_as_text!(sqlite, "created_at"),
+    ", updated_text = CASE WHEN updated_at IS NULL THEN NULL ELSE ",
+    ms_as_text!(sqlite, "updated_at"),
+    " END;
+     ALTER TABLE leads DROP COLUMN created_at; ALTER TABLE leads DROP COLUMN updated_at;
+     ALTER TABLE leads RENAME COLUMN created_text TO created_at;
+     ALTER TABLE leads RENAME COLUMN updated_text TO updated_at;
+     ALTER TABLE lead_activities ADD COLUMN created_text TEXT NOT NULL DEFAULT '';
+     UPDATE lead_activities SET created_text = ",
+    ms_as_text!(sqlite, "created_at"),
+    ";
+     ALTER TABLE lead_activities DROP COLUMN created_at;
+     ALTER TABLE lead_activities RENAME COLUMN created_text TO created_at;
+     CREATE INDEX leads_user_time ON leads(user_id, created_at);
+     CREATE INDEX leads_agent_time ON leads(agent_id, created_at);
+     CREATE INDEX leads_time ON leads(created_at);
+     CREATE INDEX leads_status_time ON leads(status, created_at);
+     CREATE INDEX lead_activities_lead ON lead_activities(lead_id, created_at);
+     UPDATE leads SET created_at = replace(created_at, 'Z', '+00:00') WHERE id = {aged};
+     -- Stand-ins for the rollup triggers, which V40 drops first and makes again.
+     CREATE TRIGGER lead_rollup_ai AFTER INSERT ON leads BEGIN SELECT 1; END;
+     CREATE TRIGGER lead_rollup_ad AFTER DELETE ON leads BEGIN SELECT 1; END;
+     CREATE TRIGGER lead_rollup_au AFTER UPDATE ON leads BEGIN SELECT 1; END;
+     DELETE FROM refinery_schema_history WHERE version >= 40;"
+);
+const UNDO_LEAD_TIMES_POSTGRES: &str = concat!(
+    "DROP TRIGGER leads_counted_au ON leads;
+     ALTER TABLE leads ALTER COLUMN created_at TYPE text USING ",
+    ms_as_text!(postgres, "created_at"),
+    ", ALTER COLUMN updated_at TYPE text USING ",
+    ms_as_text!(postgres, "updated_at"),
+    ";
+     ALTER TABLE lead_activities ALTER COLUMN created_at TYPE text USING ",
+    ms_as_text!(postgres, "created_at"),
+    ";
+     UPDATE leads SET created_at = replace(created_at, 'Z', '+00:00') WHERE id = {aged};
+     CREATE TRIGGER leads_counted_au AFTER UPDATE OF agent_id, user_id, status, created_at ON leads
+         FOR EACH ROW EXECUTE FUNCTION genied_leads_counted();
+     DELETE FROM refinery_schema_history WHERE version >= 17;"
+);
+
+/// A lead's times are stored as milliseconds (V40): 6 bytes instead of 24 in the row and in
+/// each time-ordered index. Every answer that shows or orders by them is the one the text
+/// columns gave: the leads, their order and cursor pages, a date filter, the activity log,
+/// `query_data`'s view; a database with text times answers the same after the migration
+/// (the test puts the text columns back and migrates again, on both engines); and the
+/// hourly rollup of a lead made afterwards is keyed by the hour of its time.
+#[tokio::test]
+async fn lead_times_in_milliseconds_answer_as_text_did_and_survive_their_migration() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let mut ids = Vec::new();
+    for name in ["One", "Two", "Three"] {
+        let l = new_lead(&app, &u, json!({"agent_id": g, "name": name})).await;
+        ids.push(l["id"].as_i64().unwrap());
+    }
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(ids[0])),
+        json!({"status": "contacted"}),
+    )
+    .await
+    .ok(200);
+    app.call(
+        &u.token,
+        "leads",
+        "log",
+        Some(json!(ids[1])),
+        json!({"type": "call", "description": "first call"}),
+    )
+    .await
+    .ok(201);
+
+    async fn answers(app: &TestApp, u: &User, ids: &[i64]) -> Value {
+        let mut out = json!({});
+        for id in ids {
+            let got = app
+                .call(&u.token, "leads", "get", Some(json!(id)), json!({}))
+                .await;
+            out[format!("get {id}")] = got.ok(200)["lead"].clone();
+            out[format!("logs {id}")] = logs_of(app, u, *id).await;
+        }
+        let all = app
+            .call(&u.token, "leads", "all", None, json!({"limit": 50}))
+            .await;
+        out["all"] = all.ok(200).clone();
+        let week = json!({"filters": {"dateRange": "7d"}, "limit": 50});
+        let week = app.call(&u.token, "leads", "all", None, week).await;
+        out["all 7d"] = week.ok(200).clone();
+        // Cursor pages of one lead each, to the end.
+        let mut pages = Vec::new();
+        let mut data = json!({"limit": 1});
+        loop {
+            let page = app.call(&u.token, "leads", "all", None, data.clone()).await;
+            let page = page.ok(200).clone();
+            let next = page["nextCursor"].clone();
+            pages.push(page["leads"].clone());
+            if next.is_null() || pages.len() > 10 {
+                break;
+            }
+            data = json!({"limit": 1, "cursor": next});
+        }
+        out["pages"] = json!(pages);
+        out["stats"] = app
+            .call(&u.token, "leads", "stats", None, json!({}))
+            .await
+            .ok(200)
+            .clone();
+        out
+    }
+    let before = answers(&app, &u, &ids).await;
+    assert_eq!(before["pages"].as_array().unwrap().len(), 3, "{before}");
+    assert_eq!(before["all 7d"]["count"], json!(3), "{before}");
+    let updated = &before[format!("get {}", ids[0])];
+    assert_ne!(updated["updated_at"], updated["created_at"], "{updated}");
+
+    // Stored as integers, the API's text to the millisecond.
+    let stored: Vec<(i64, i64, i64)> = app
+        .state
+        .db
+        .read(|c| {
+            let mut st = c.prepare("SELECT id, created_at, updated_at FROM leads ORDER BY id")?;
+            Ok(st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+        .unwrap();
+    let ms = |v: &Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap())
+            .unwrap()
+            .timestamp_millis()
+    };
+    for (id, created, updated) in &stored {
+        let lead = &before[format!("get {id}")];
+        assert_eq!(
+            (ms(&lead["created_at"]), ms(&lead["updated_at"])),
+            (*created, *updated)
+        );
+    }
+    let entry: i64 = app
+        .state
+        .db
+        .read(|c| {
+            let sql = "SELECT created_at FROM lead_activities WHERE type = 'call'";
+            Ok(c.query_row(sql, [], |r| r.get(0))?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        entry,
+        ms(&before[format!("logs {}", ids[1])][0]["created_at"])
+    );
+
+    // Back to text columns, one time written with an offset, the migration unapplied.
+    let undo = if app.state.config.postgres_url().is_some() {
+        UNDO_LEAD_TIMES_POSTGRES
+    } else {
+        UNDO_LEAD_TIMES_SQLITE
+    };
+    let undo = undo.replace("{aged}", &ids[2].to_string());
+    app.state
+        .db
+        .write(move |c| Ok(c.execute_batch(&undo)?))
+        .await
+        .unwrap();
+    let kinds: Vec<String> = app
+        .state
+        .db
+        .read(|c| {
+            let mut st = c.prepare("SELECT created_at FROM leads ORDER BY id")?;
+            Ok(st
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+        .unwrap();
+    assert!(kinds[2].ends_with("+00:00"), "{kinds:?}");
+    let app = app.restart().await;
+    assert_eq!(answers(&app, &u, &ids).await, before);
+
+    // A lead made afterwards: newest first, and counted in the hour of its time.
+    let l4 = new_lead(&app, &u, json!({"agent_id": g, "name": "Four"})).await;
+    let all = app
+        .call(&u.token, "leads", "all", None, json!({"limit": 1}))
+        .await;
+    assert_eq!(all.ok(200)["leads"][0]["id"], l4["id"]);
+    let hour = l4["created_at"].as_str().unwrap()[..13].to_string();
+    let day = hour[..10].to_string();
+    let (hour_of_l4, day_of_l4) = (hour.clone(), day.clone());
+    let uid = u.id.clone();
+    let (in_hour, in_day): (i64, i64) = app
+        .state
+        .db
+        .read(move |c| {
+            Ok(c.query_row(
+                "SELECT (SELECT SUM(n) FROM lead_rollup WHERE user_id = ?1 AND hour = ?2),
+                        (SELECT SUM(n) FROM lead_rollup_daily WHERE user_id = ?1 AND day = ?3)",
+                genied::db::sql::params![uid, hour, day],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?)
+        })
+        .await
+        .unwrap();
+    // Every lead is counted in the hour and day its time names (three made under the first
+    // run of the migration's triggers, one after the second).
+    let times: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            before[format!("get {id}")]["created_at"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .chain([l4["created_at"].as_str().unwrap().to_string()])
+        .collect();
+    let of = |p: &str| times.iter().filter(|t| t.starts_with(p)).count() as i64;
+    assert_eq!((in_hour, in_day), (of(&hour_of_l4), of(&day_of_l4)));
+    let rollup_total: i64 = app
+        .state
+        .db
+        .read(|c| Ok(c.query_row("SELECT SUM(n) FROM lead_rollup", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(rollup_total, 4);
 }

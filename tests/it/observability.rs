@@ -853,7 +853,8 @@ async fn seed_lead(app: &TestApp, user: &str, genie: &str, created: &str, status
         .write(move |c| {
             c.execute(
                 "INSERT INTO leads (agent_id, user_id, name, status, created_at) VALUES (?1, ?2, 'L', ?3, ?4)",
-                rusqlite::params![genie, user, status, created],
+                // Lead times are stored as milliseconds (V40).
+                rusqlite::params![genie, user, status, genied::db::text_ms(&created)?],
             )?;
             Ok(())
         })

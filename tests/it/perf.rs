@@ -566,7 +566,8 @@ async fn leads_cursor_pages_walk_every_match_once() {
         .write(move |c| {
             for k in 0..12 {
                 let status = if k % 4 == 3 { "new" } else { "qualified" };
-                let at = format!("2026-01-01T00:00:00.00{}Z", k / 4);
+                // 2026-01-01T00:00:00.00{k / 4}Z, stored as milliseconds (V40).
+                let at: i64 = 1_767_225_600_000 + k / 4;
                 c.execute(
                     "INSERT INTO leads (agent_id, user_id, name, status, created_at, updated_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?5)",

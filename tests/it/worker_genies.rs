@@ -469,7 +469,7 @@ async fn insert_genie_and_lead(app: &TestApp, user: &str, lead_name: &str) {
             )?;
             c.execute(
                 "INSERT INTO leads (agent_id, user_id, name, email, status, created_at) VALUES (?1, ?2, ?3, 'x@example.test', 'new', ?4)",
-                rusqlite::params![gid, u, n, now],
+                rusqlite::params![gid, u, n, genied::db::now_ms()],
             )?;
             Ok(())
         })
@@ -733,6 +733,88 @@ async fn query_data_lists_lead_activities_as_get_logs_answers_them() {
     let mut got = step["result"]["rows"].as_array().unwrap().clone();
     got.sort_by_key(|e| std::cmp::Reverse(e["id"].as_i64()));
     assert_eq!(got, want);
+}
+
+/// A lead's times are stored as milliseconds (V40): `query_data` answers them as RFC 3339
+/// text, filters by the instant whatever form the time is written in, and refuses a filter
+/// value on them that is not a time.
+#[tokio::test]
+async fn query_data_compares_lead_times_as_instants() {
+    let llm = FakeOpenAi::start(Expect::Worker).await;
+    let app = TestApp::spawn_with(|c| llm.configure(c)).await;
+    let a = app.standard().await;
+    let g = insert_genie(&app, &a, "G").await;
+    let mut leads = Vec::new();
+    for name in ["one", "two"] {
+        let l = app
+            .call(
+                &a.token,
+                "leads",
+                "create",
+                None,
+                json!({"agent_id": g, "name": name}),
+            )
+            .await;
+        leads.push(l.ok(201)["lead"].clone());
+    }
+    let at = leads[0]["created_at"].as_str().unwrap().to_string();
+    let ms = chrono::DateTime::parse_from_rfc3339(&at)
+        .unwrap()
+        .timestamp_millis();
+    let next_ms = genied::db::ms_text(ms + 1);
+    // The leads made in that millisecond (the second may share it).
+    let mut want: Vec<Value> = leads
+        .iter()
+        .filter(|l| l["created_at"] == json!(at))
+        .map(|l| l["id"].clone())
+        .collect();
+    want.sort_by_key(|v| v.as_i64());
+    let wg = create(&app, &a, basic("q")).await;
+    let wg = wg["id"].as_str().unwrap();
+    llm.push([
+        Turn::Tools(vec![
+            (
+                "query_data",
+                json!({"table": "leads", "filters": {"created_at": at.replace('Z', "+00:00")}}),
+            ),
+            (
+                "query_data",
+                json!({"table": "leads", "created_after": at, "created_before": next_ms}),
+            ),
+            (
+                "query_data",
+                json!({"table": "leads", "filters": {"updated_at": "yesterday"}}),
+            ),
+        ]),
+        Turn::Answer("ok"),
+    ]);
+    let run = start_run(&app, &a, wg, json!({})).await;
+    let r = wait_run(&app, &a, wg, &run).await;
+    assert_eq!(r["status"], "succeeded", "{r}");
+    let steps: Vec<Value> = r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["type"] == "tool")
+        .cloned()
+        .collect();
+    assert_eq!(steps.len(), 3, "{r}");
+    for step in &steps[..2] {
+        assert_eq!(step["ok"], true, "{step}");
+        let rows = step["result"]["rows"].as_array().unwrap();
+        let mut ids: Vec<Value> = rows.iter().map(|l| l["id"].clone()).collect();
+        ids.sort_by_key(|v| v.as_i64());
+        assert_eq!(ids, want, "{step}");
+        assert!(rows.iter().all(|l| l["created_at"] == json!(at)), "{step}");
+    }
+    assert_eq!(steps[2]["ok"], false, "{}", steps[2]);
+    assert!(
+        steps[2]
+            .to_string()
+            .contains("'updated_at' must be an RFC 3339 timestamp"),
+        "{}",
+        steps[2]
+    );
 }
 
 #[tokio::test]
