@@ -38,6 +38,10 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         Ok(()) => {
             let _ = HANDLE.set(handle);
             describe();
+            // Shown from the first scrape: a write that finds the writer free runs at once
+            // and never joins the queue, so without this the gauge appeared only after the
+            // first write that waited (a scrape after a quiet start had none).
+            gauge!("genied_db_write_queue_depth").increment(0.0);
             let process = metrics_process::Collector::default();
             process.describe();
             let _ = PROCESS.set(process);
@@ -257,4 +261,20 @@ pub fn set_jobs(now: &[JobGauge]) {
 
 pub fn set_conversations_active(n: i64) {
     gauge!("genied_conversations_active").set(n as f64);
+}
+
+#[cfg(test)]
+mod tests {
+    /// A scrape shows the write queue's gauge before any write has waited in the queue: a
+    /// write that finds the writer free never joins it, and a gauge no one has touched is
+    /// not rendered at all (a dashboard would show no data rather than 0).
+    #[test]
+    fn the_write_queue_gauge_is_shown_before_any_write_waits() {
+        let text = super::install().unwrap().render();
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("genied_db_write_queue_depth ")),
+            "{text}"
+        );
+    }
 }
