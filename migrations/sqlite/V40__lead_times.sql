@@ -21,22 +21,28 @@ DROP TRIGGER lead_rollup_ai;
 DROP TRIGGER lead_rollup_ad;
 DROP TRIGGER lead_rollup_au;
 
+-- The old columns take the milliseconds first (as digits: their affinity is still TEXT),
+-- then the new columns their integers. Each step leaves every row no longer than it was, so
+-- no page splits; filling new columns first grew every row and split the pages of `leads`
+-- (1,000,000 leads: 247 MB with 71 MB unused, from 216 MB).
+UPDATE leads SET
+    created_at = CASE WHEN typeof(created_at) = 'integer' THEN created_at
+                      ELSE COALESCE(CAST(round(unixepoch(created_at, 'subsec') * 1000) AS INTEGER), 0) END,
+    updated_at = CASE WHEN updated_at IS NULL OR typeof(updated_at) = 'integer' THEN updated_at
+                      ELSE CAST(round(unixepoch(updated_at, 'subsec') * 1000) AS INTEGER) END;
 ALTER TABLE leads ADD COLUMN created_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE leads ADD COLUMN updated_ms INTEGER;
-UPDATE leads SET
-    created_ms = CASE WHEN typeof(created_at) = 'integer' THEN created_at
-                      ELSE COALESCE(CAST(round(unixepoch(created_at, 'subsec') * 1000) AS INTEGER), 0) END,
-    updated_ms = CASE WHEN updated_at IS NULL OR typeof(updated_at) = 'integer' THEN updated_at
-                      ELSE CAST(round(unixepoch(updated_at, 'subsec') * 1000) AS INTEGER) END;
+UPDATE leads SET created_ms = CAST(created_at AS INTEGER), updated_ms = CAST(updated_at AS INTEGER);
 ALTER TABLE leads DROP COLUMN created_at;
 ALTER TABLE leads DROP COLUMN updated_at;
 ALTER TABLE leads RENAME COLUMN created_ms TO created_at;
 ALTER TABLE leads RENAME COLUMN updated_ms TO updated_at;
 
-ALTER TABLE lead_activities ADD COLUMN created_ms INTEGER NOT NULL DEFAULT 0;
 UPDATE lead_activities SET
-    created_ms = CASE WHEN typeof(created_at) = 'integer' THEN created_at
+    created_at = CASE WHEN typeof(created_at) = 'integer' THEN created_at
                       ELSE COALESCE(CAST(round(unixepoch(created_at, 'subsec') * 1000) AS INTEGER), 0) END;
+ALTER TABLE lead_activities ADD COLUMN created_ms INTEGER NOT NULL DEFAULT 0;
+UPDATE lead_activities SET created_ms = CAST(created_at AS INTEGER);
 ALTER TABLE lead_activities DROP COLUMN created_at;
 ALTER TABLE lead_activities RENAME COLUMN created_ms TO created_at;
 
