@@ -234,13 +234,13 @@ impl Reply {
 
 /// Runs one action: the resource's table names it (else `INVALID_ACTION`), its access rule
 /// is checked, its handler runs, and a write leaves an audit row.
-pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
+pub async fn dispatch(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let action = resource(req.resource)
         .and_then(|r| r.action(&req.action))
         .ok_or_else(|| ApiError::invalid_action(req.resource, &req.action))?;
     action.access.check(&ctx.principal)?;
     if !action.access.writes() {
-        return (action.handler)(ctx, &req).await;
+        return (action.handler)(ctx, req).await;
     }
     // The write that carries the action out may take its audit row into its own
     // transaction (`db::activities::claim`); otherwise it is written here, after.
@@ -250,10 +250,10 @@ pub async fn dispatch(ctx: &Ctx, req: ActionRequest) -> ApiResult<Reply> {
         action: req.action.clone(),
         ip: ctx.ip.clone(),
     };
-    let (reply, unclaimed) = db::activities::offer(pending, (action.handler)(ctx, &req)).await;
+    let (reply, unclaimed) = db::activities::offer(pending, (action.handler)(ctx, req)).await;
     let reply = reply?;
     if unclaimed.is_some() {
-        audit(ctx, &req, &reply).await;
+        audit(ctx, req, &reply).await;
     }
     Ok(reply)
 }

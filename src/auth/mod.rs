@@ -156,28 +156,26 @@ struct SessionEntry {
 }
 
 impl AuthCache {
-    /// The entry for `k` if it was read at the committed epoch. The epoch is read only when
-    /// there is an entry, so unknown callers cost nothing extra. On PostgreSQL it is read
-    /// through the pool on every use of an entry: another instance may have moved it a
-    /// moment ago, and only a read after that commit sees it (a notification could come
-    /// later than the next request). That read is a one-row primary-key lookup, cheaper
-    /// than reading the key or session with its user (docs/reliability.md).
+    /// The entry for `k` if it was read at the committed epoch ([`epoch_is`]). The epoch is
+    /// read only when there is an entry, so unknown callers cost nothing extra.
+    ///
+    /// With `defer`, the entry is returned unchecked with its epoch, for the request's first
+    /// database operation to check (`db::auth_epoch::Deferred`).
     async fn get<T: Clone>(
         db: &Db,
         map: &RwLock<HashMap<String, Cached<T>>>,
         k: &str,
-    ) -> Option<T> {
+        defer: bool,
+    ) -> Option<(T, Option<i64>)> {
         let (value, epoch) = {
             let m = map.read().unwrap_or_else(|p| p.into_inner());
             let c = m.get(k)?;
             (c.value.clone(), c.epoch)
         };
-        let now = if db.is_postgres() {
-            db.read(|c| Ok(db::auth_epoch::committed(c)?)).await.ok()
-        } else {
-            db.auth_epoch()
-        };
-        (now == Some(epoch)).then_some(value)
+        if defer {
+            return Some((value, Some(epoch)));
+        }
+        epoch_is(db, epoch).await.then_some((value, None))
     }
 
     fn put<T>(map: &RwLock<HashMap<String, Cached<T>>>, k: String, value: T, epoch: i64) {
@@ -192,6 +190,20 @@ impl AuthCache {
     }
 }
 
+/// Whether the committed authentication epoch is still `epoch`. On PostgreSQL it is read
+/// through the pool: another instance may have moved it a moment ago, and only a read after
+/// that commit sees it (a notification could come later than the next request). That read
+/// is a one-row primary-key lookup, cheaper than reading the key or session with its user
+/// (docs/reliability.md).
+pub async fn epoch_is(db: &Db, epoch: i64) -> bool {
+    let now = if db.is_postgres() {
+        db.read(|c| Ok(db::auth_epoch::committed(c)?)).await.ok()
+    } else {
+        db.auth_epoch()
+    };
+    now == Some(epoch)
+}
+
 /// Checks the credential. `session_only` is set for the api-keys resource, where the spec
 /// answers any API key, valid or not, with `INVALID_TOKEN`.
 pub async fn authenticate(
@@ -201,6 +213,33 @@ pub async fn authenticate(
     cred: Credential,
     session_only: bool,
 ) -> ApiResult<Principal> {
+    authenticate_as(db, cache, secrets, cred, session_only, false)
+        .await
+        .map(|(p, _)| p)
+}
+
+/// `authenticate`, except that a caller found in the cache is returned without reading the
+/// authentication epoch, with the epoch its entry was read at: the caller runs the request
+/// under `db::auth_epoch::deferred`, so that its first database operation checks it, and
+/// authenticates again (with `authenticate`) if that finds it moved or no operation ran.
+pub async fn authenticate_deferred(
+    db: &Db,
+    cache: &AuthCache,
+    secrets: &Secrets,
+    cred: Credential,
+    session_only: bool,
+) -> ApiResult<(Principal, Option<i64>)> {
+    authenticate_as(db, cache, secrets, cred, session_only, true).await
+}
+
+async fn authenticate_as(
+    db: &Db,
+    cache: &AuthCache,
+    secrets: &Secrets,
+    cred: Credential,
+    session_only: bool,
+    defer: bool,
+) -> ApiResult<(Principal, Option<i64>)> {
     match cred {
         Credential::ApiKey(_) if session_only => Err(ApiError::invalid_token(
             "the api-keys resource accepts session tokens only, not API keys",
@@ -210,7 +249,7 @@ pub async fn authenticate(
                 return Err(ApiError::invalid_key_prefix());
             }
             let hash = keys::hash(&key);
-            let entry = match AuthCache::get(db, &cache.keys, &hash).await {
+            let (entry, unchecked) = match AuthCache::get(db, &cache.keys, &hash, defer).await {
                 Some(e) => e,
                 None => {
                     let h = hash.clone();
@@ -226,7 +265,7 @@ pub async fn authenticate(
                         last_used_at: owner.last_used_at,
                     };
                     AuthCache::put(&cache.keys, hash.clone(), e.clone(), owner.epoch);
-                    e
+                    (e, None)
                 }
             };
             if touch_key(db, &entry.key_id, entry.last_used_at.as_deref()) {
@@ -236,47 +275,50 @@ pub async fn authenticate(
                     c.value.last_used_at = Some(db::now());
                 }
             }
-            Ok(Principal {
+            let principal = Principal {
                 user_id: entry.user_id,
                 role: entry.role,
                 via: Via::ApiKey {
                     key_id: entry.key_id,
                 },
-            })
+            };
+            Ok((principal, unchecked))
         }
         Credential::Token(token) => {
             // Keyed by the token's hash, so a cached token skips the signature check too; the
             // map never holds a usable token.
             let token_hash = keys::hash(&token);
-            let entry = match AuthCache::get(db, &cache.sessions, &token_hash).await {
-                Some(e) => e,
-                None => {
-                    let claims = sessions::decode(&secrets.jwt_key, &token)?;
-                    let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
-                    let (role, epoch) = db
-                        .read_point(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
-                        .await?
-                        .ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
-                    let e = SessionEntry {
-                        user_id: claims.sub,
-                        session_id: claims.sid,
-                        role,
-                        exp: claims.exp,
-                    };
-                    AuthCache::put(&cache.sessions, token_hash, e.clone(), epoch);
-                    e
-                }
-            };
+            let (entry, unchecked) =
+                match AuthCache::get(db, &cache.sessions, &token_hash, defer).await {
+                    Some(e) => e,
+                    None => {
+                        let claims = sessions::decode(&secrets.jwt_key, &token)?;
+                        let (sid, uid) = (claims.sid.clone(), claims.sub.clone());
+                        let (role, epoch) = db
+                            .read_point(move |c| Ok(db::sessions::live_role(c, &sid, &uid)?))
+                            .await?
+                            .ok_or_else(|| ApiError::invalid_token("session has been revoked"))?;
+                        let e = SessionEntry {
+                            user_id: claims.sub,
+                            session_id: claims.sid,
+                            role,
+                            exp: claims.exp,
+                        };
+                        AuthCache::put(&cache.sessions, token_hash, e.clone(), epoch);
+                        (e, None)
+                    }
+                };
             if sessions::is_expired(entry.exp) {
                 return Err(ApiError::invalid_token("access token has expired"));
             }
-            Ok(Principal {
+            let principal = Principal {
                 user_id: entry.user_id,
                 role: entry.role,
                 via: Via::Session {
                     session_id: entry.session_id,
                 },
-            })
+            };
+            Ok((principal, unchecked))
         }
     }
 }

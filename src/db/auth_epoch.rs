@@ -89,3 +89,83 @@ impl EpochWatch {
         }
     }
 }
+
+/// A request whose caller was taken from the authentication cache without reading the epoch
+/// first (`auth::authenticate_deferred`): the request's first database operation reads it
+/// inside its own transaction, before anything else, and does nothing when it moved. For a
+/// point read that is one read transaction a request instead of two; for a write, whose
+/// transaction is open anyway, a key lookup instead of a read transaction of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deferred {
+    /// No database operation has run yet; the epoch the cached entry was read at.
+    Pending(i64),
+    /// The first operation found the epoch where it was.
+    Held,
+    /// The first operation found that it moved, and did nothing: authenticate again.
+    Moved,
+}
+
+tokio::task_local! {
+    static DEFERRED: std::cell::Cell<Deferred>;
+}
+
+/// Runs `f` (a request's handler) with the epoch check deferred to its first database
+/// operation; returns what became of the check.
+pub async fn deferred<F: std::future::Future>(epoch: i64, f: F) -> (F::Output, Deferred) {
+    let check = std::cell::Cell::new(Deferred::Pending(epoch));
+    DEFERRED
+        .scope(check, async move {
+            let out = f.await;
+            (out, DEFERRED.with(std::cell::Cell::get))
+        })
+        .await
+}
+
+/// The epoch the current task's first database operation must find, handed out once.
+pub(super) fn take_deferred() -> Option<i64> {
+    DEFERRED
+        .try_with(|d| match d.get() {
+            Deferred::Pending(e) => {
+                d.set(Deferred::Held);
+                Some(e)
+            }
+            _ => None,
+        })
+        .ok()
+        .flatten()
+}
+
+/// What an operation answers instead of running when the epoch moved.
+pub(super) struct Moved;
+
+/// Runs `f` unless the epoch is no longer `expect` (both in the caller's transaction).
+pub(super) fn checked<T>(
+    c: &super::sql::Connection,
+    expect: Option<i64>,
+    f: impl FnOnce(&super::sql::Connection) -> crate::error::ApiResult<T>,
+) -> crate::error::ApiResult<Result<T, Moved>> {
+    if let Some(e) = expect
+        && committed(c)? != e
+    {
+        return Ok(Err(Moved));
+    }
+    f(c).map(Ok)
+}
+
+/// The operation's result; when the epoch had moved, the task's check says so and the
+/// operation fails (its caller gives up; the request is authenticated again and run again).
+pub(super) fn settle<T>(
+    out: crate::error::ApiResult<Result<T, Moved>>,
+) -> crate::error::ApiResult<T> {
+    match out {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(Moved)) => {
+            let _ = DEFERRED.try_with(|d| d.set(Deferred::Moved));
+            Err(crate::error::ApiError::new(
+                crate::error::Kind::Internal,
+                "the caller's authentication changed during the request",
+            ))
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -378,6 +378,23 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
+        // A deferred authentication check (auth_epoch::Deferred) runs first; on SQLite in
+        // the same read transaction as `f`, so that both take the WAL's read lock once.
+        let expect = auth_epoch::take_deferred();
+        let how = match how {
+            Read::Anywhere if expect.is_some() && !self.is_postgres() => Read::Snapshot,
+            Read::Point if expect.is_some() && !self.is_postgres() => Read::PointSnapshot,
+            how => how,
+        };
+        let f = move |c: &Connection<'_>| auth_epoch::checked(c, expect, f);
+        auth_epoch::settle(self.read_engine(f, how).await)
+    }
+
+    async fn read_engine<T, F>(&self, f: F, how: Read) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
         match &self.0 {
             Engine::Sqlite(l) if how.point() => l.read_here(f, how.snapshot()).await,
             Engine::Sqlite(l) => l.read_with(f, how.snapshot()).await,
@@ -405,6 +422,18 @@ impl Db {
     /// they go through the one writer thread (group commit, see `Lite::write`); on
     /// PostgreSQL each takes a transaction-level advisory lock first, across instances.
     pub async fn write<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        // A deferred authentication check (auth_epoch::Deferred) is the transaction's first
+        // statement; when the epoch moved nothing else runs.
+        let expect = auth_epoch::take_deferred();
+        let f = move |c: &Connection<'_>| auth_epoch::checked(c, expect, f);
+        auth_epoch::settle(self.write_engine(f).await)
+    }
+
+    async fn write_engine<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::api::{self, ActionRequest, Ctx};
 use crate::auth::{self, Credential};
+use crate::db::{self, auth_epoch::Deferred};
 use crate::error::{ApiError, ApiResult};
 use crate::limits::RateInfo;
 use crate::state::AppState;
@@ -146,19 +147,28 @@ pub async fn execute(
     let labels = crate::telemetry::prom::enabled().then(|| labels(resource_hint, &envelope));
     let session_only = resource_hint.and_then(api::canonical_resource) == Some("api-keys");
     let principal = match Credential::from_headers(headers) {
-        Ok(cred) => {
-            auth::authenticate(&app.db, &app.auth_cache, &app.secrets, cred, session_only).await
+        Ok(cred) if defers_auth_check(&envelope) => {
+            auth::authenticate_deferred(&app.db, &app.auth_cache, &app.secrets, cred, session_only)
+                .await
         }
+        Ok(cred) => auth::authenticate(&app.db, &app.auth_cache, &app.secrets, cred, session_only)
+            .await
+            .map(|p| (p, None)),
         Err(e) => Err(e),
     };
-    let principal = match principal {
+    let (principal, unchecked) = match principal {
         Ok(p) => p,
         Err(e) => return with_labels(e.into_response(), labels),
+    };
+    let again = Again {
+        headers,
+        session_only,
+        epoch: unchecked,
     };
     let (mut resp, info) = match app.limits.check(&principal.rate_key()).await {
         Err(limited) => (limited.error.into_response(), Some(limited.info)),
         Ok(info) => (
-            run(app, principal, ip, envelope)
+            run(app, principal, ip, envelope, again)
                 .await
                 .unwrap_or_else(IntoResponse::into_response),
             info,
@@ -203,11 +213,42 @@ pub struct RouteLabels {
     pub action: &'static str,
 }
 
+/// Actions whose handlers begin with a database operation (after checking their input), so
+/// that a caller found in the authentication cache can be checked by that operation, in its
+/// own transaction, instead of by a read of its own before the handler
+/// (`db::auth_epoch::Deferred`). The busiest actions; every other keeps the check first.
+fn defers_auth_check(envelope: &ApiResult<Envelope>) -> bool {
+    let Ok(e) = envelope else {
+        return false;
+    };
+    let Some(resource) = api::canonical_resource(&e.resource) else {
+        return false;
+    };
+    let action = api::resource(resource).and_then(|r| r.action(&e.action));
+    matches!(
+        (resource, action.map(|a| a.name)),
+        (
+            "leads",
+            Some("get" | "all" | "list" | "stats" | "create" | "update")
+        ) | ("genies", Some("get" | "update"))
+    )
+}
+
+/// What it takes to authenticate a request again when its deferred check found the
+/// authentication epoch moved: the epoch its cached caller was read at (`None`: checked
+/// already), and the credential's headers.
+struct Again<'a> {
+    headers: &'a HeaderMap,
+    session_only: bool,
+    epoch: Option<i64>,
+}
+
 async fn run(
     app: &AppState,
     principal: auth::Principal,
     ip: IpAddr,
     envelope: ApiResult<Envelope>,
+    again: Again<'_>,
 ) -> ApiResult<Response> {
     let env = envelope?;
     let resource = api::canonical_resource(&env.resource)
@@ -229,6 +270,30 @@ async fn run(
     let span = tracing::Span::current();
     span.record("resource", resource);
     span.record("action", req.action.as_str());
-    let reply = api::dispatch(&ctx, req).await?;
-    Ok(reply.into_envelope())
+    let Some(epoch) = again.epoch else {
+        return Ok(api::dispatch(&ctx, &req).await?.into_envelope());
+    };
+    let (reply, check) = db::auth_epoch::deferred(epoch, api::dispatch(&ctx, &req)).await;
+    let moved = match check {
+        Deferred::Held => false,
+        Deferred::Moved => true,
+        // No database operation ran (the input was refused first): the check runs now.
+        Deferred::Pending(epoch) => !auth::epoch_is(&app.db, epoch).await,
+    };
+    if !moved {
+        return Ok(reply?.into_envelope());
+    }
+    // The caller as the database says now, and the request again: the first run did
+    // nothing (its first database operation gave up before anything else).
+    let cred = Credential::from_headers(again.headers)?;
+    let principal = auth::authenticate(
+        &app.db,
+        &app.auth_cache,
+        &app.secrets,
+        cred,
+        again.session_only,
+    )
+    .await?;
+    let ctx = Ctx { principal, ..ctx };
+    Ok(api::dispatch(&ctx, &req).await?.into_envelope())
 }

@@ -344,23 +344,7 @@ async fn changes_made_by_another_connection_reach_the_next_request() {
         .await
         .ok(200);
     profile_with(&app, &[("x-api-key", &b_key)]).await.ok(200);
-    // SQLite: a connection to the file; PostgreSQL: a client session of its own.
-    let pg = app.state.config.postgres_url().map(str::to_owned);
-    let conn = pg.is_none().then(|| {
-        let conn = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
-        conn.execute_batch("PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;")
-            .unwrap();
-        conn
-    });
-    let other = |sql: &str, id: &str| match (&conn, &pg) {
-        (Some(conn), _) => {
-            conn.execute(sql, [id]).unwrap();
-        }
-        (None, Some(url)) => {
-            crate::common::postgres::execute(url, &sql.replace("?1", "$1"), &[id]);
-        }
-        (None, None) => unreachable!("one engine or the other"),
-    };
+    let other = another_writer(&app);
 
     other(
         "UPDATE sessions SET revoked_at = '2026-01-01T00:00:00.000Z' WHERE user_id = ?1",
@@ -380,6 +364,137 @@ async fn changes_made_by_another_connection_reach_the_next_request() {
     profile_with(&app, &[("x-api-key", &b_key)])
         .await
         .err(401, "KEY_NOT_FOUND");
+}
+
+/// Runs a statement with one parameter (`?1`) as another writer would, a sqlite3 shell or
+/// another instance: on SQLite through a connection to the file of its own, on PostgreSQL
+/// through a client session of its own.
+fn another_writer(app: &TestApp) -> impl Fn(&str, &str) {
+    let pg = app.state.config.postgres_url().map(str::to_owned);
+    let conn = pg.is_none().then(|| {
+        let conn = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
+        conn.execute_batch("PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;")
+            .unwrap();
+        conn
+    });
+    move |sql: &str, id: &str| match (&conn, &pg) {
+        (Some(conn), _) => {
+            conn.execute(sql, [id]).unwrap();
+        }
+        (None, Some(url)) => {
+            crate::common::postgres::execute(url, &sql.replace("?1", "$1"), &[id]);
+        }
+        (None, None) => unreachable!("one engine or the other"),
+    }
+}
+
+/// The busiest actions (`leads` get, all, stats, create, update; `genies` get, update) take a
+/// cached caller without reading the authentication epoch first: their first database
+/// operation reads it in its own transaction, and does nothing when it moved; the request is
+/// then authenticated again and run again. So a change made elsewhere still reaches the next
+/// request, a change that does not concern the caller costs it nothing but the second run
+/// (one lead made, not two), and a refusal made before any database operation (an admin
+/// option) is checked against the epoch afterwards.
+#[tokio::test]
+async fn a_cached_caller_is_checked_by_the_first_database_operation_of_its_request() {
+    let app = TestApp::spawn_with(|c| c.rate_limit_per_minute = 0).await;
+    let (a, b, c) = (
+        app.standard().await,
+        app.standard().await,
+        app.standard().await,
+    );
+    let g = insert_genie(&app, &a, "G").await;
+    let a_key = app.api_key(&a).await;
+    let create = json!({"agent_id": g, "name": "Lead"});
+    // Warm: each credential once through the database, once from the cache.
+    for cred in [&a.token, &a_key] {
+        for _ in 0..2 {
+            app.call(cred, "leads", "all", None, json!({}))
+                .await
+                .ok(200);
+        }
+    }
+    wait_keys_used(&app, &a.token).await;
+    app.call(&a_key, "leads", "all", None, json!({}))
+        .await
+        .ok(200);
+    let other = another_writer(&app);
+
+    // A change that is not a's moves the epoch: a's cached create runs again, once.
+    other(
+        "UPDATE sessions SET revoked_at = '2026-01-01T00:00:00.000Z' WHERE user_id = ?1",
+        &b.id,
+    );
+    let before = app.count("leads").await;
+    let lead = app
+        .call(&a_key, "leads", "create", None, create.clone())
+        .await;
+    let lead = lead.ok(201)["lead"].clone();
+    assert_eq!(app.count("leads").await, before + 1);
+    let got = app
+        .call(
+            &a.token,
+            "leads",
+            "get",
+            Some(lead["id"].clone()),
+            json!({}),
+        )
+        .await;
+    assert_eq!(got.ok(200)["lead"]["id"], lead["id"]);
+
+    // Revoked elsewhere: the next write through the cached key is refused and writes nothing.
+    other(
+        "UPDATE api_keys SET status = 'revoked' WHERE user_id = ?1",
+        &a.id,
+    );
+    let r = app
+        .call(&a_key, "leads", "create", None, create.clone())
+        .await;
+    r.err(401, "KEY_NOT_FOUND");
+    assert_eq!(app.count("leads").await, before + 1);
+    // And the next read through the cached session, once its session is revoked.
+    other(
+        "UPDATE sessions SET revoked_at = '2026-01-01T00:00:00.000Z' WHERE user_id = ?1",
+        &a.id,
+    );
+    let r = app
+        .call(
+            &a.token,
+            "leads",
+            "get",
+            Some(lead["id"].clone()),
+            json!({}),
+        )
+        .await;
+    r.err(401, "INVALID_TOKEN");
+
+    // Refused before any database operation by a stale role: c, cached as a standard user,
+    // made an admin elsewhere, may list every user's leads at once.
+    let everyone = json!({"adminMode": true});
+    for _ in 0..2 {
+        app.call(&c.token, "leads", "all", None, json!({}))
+            .await
+            .ok(200);
+    }
+    other(
+        "UPDATE users SET role = 'internal_admin' WHERE id = ?1",
+        &c.id,
+    );
+    let all = app
+        .call(&c.token, "leads", "all", None, everyone.clone())
+        .await;
+    assert_eq!(all.ok(200)["count"], json!(before + 1));
+    // And allowed by a stale role, refused by the check: made a standard user again.
+    app.call(&c.token, "leads", "all", None, everyone.clone())
+        .await
+        .ok(200);
+    other(
+        "UPDATE users SET role = 'standard_user' WHERE id = ?1",
+        &c.id,
+    );
+    app.call(&c.token, "leads", "all", None, everyone)
+        .await
+        .err(403, "FORBIDDEN");
 }
 
 /// The epoch moves only for changes a cached authentication depends on: signing in, making

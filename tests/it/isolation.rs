@@ -903,7 +903,7 @@ async fn table_covers_every_action() {
                 id: None,
                 data: json!({}),
             };
-            match genied::api::dispatch(&ctx, req).await {
+            match genied::api::dispatch(&ctx, &req).await {
                 Err(e) if e.code() == "INVALID_ACTION" => {}
                 _ => {
                     accepted.insert(action.as_str());

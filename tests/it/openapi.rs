@@ -232,7 +232,7 @@ async fn every_table_row_reaches_its_handler() {
     };
     let mut refused = Vec::new();
     for row in actions() {
-        if let Err(e) = genied::api::dispatch(&ctx, probe(row.resource, row.action)).await
+        if let Err(e) = genied::api::dispatch(&ctx, &probe(row.resource, row.action)).await
             && e.code() == "INVALID_ACTION"
         {
             refused.push(format!("{} {}", row.resource, row.action));
@@ -243,7 +243,7 @@ async fn every_table_row_reaches_its_handler() {
         "table rows without a handler: {refused:?}"
     );
     for r in genied::api::RESOURCES {
-        let e = genied::api::dispatch(&ctx, probe(r.name, "no-such-action"))
+        let e = genied::api::dispatch(&ctx, &probe(r.name, "no-such-action"))
             .await
             .unwrap_err();
         assert_eq!(e.code(), "INVALID_ACTION", "{}", r.name);
