@@ -849,12 +849,31 @@ fn read_on<T>(
     snapshot: bool,
 ) -> ApiResult<T> {
     if snapshot {
-        // Dropped without a commit (a rollback, also on a panic): nothing to keep, and the
-        // pooled connection never goes back holding an old snapshot.
-        let tx = conn.unchecked_transaction()?;
-        f(&Connection::sqlite(&tx))
+        // BEGIN and its end as cached statements: `Connection::transaction` parses both
+        // from text on every read, which cost a point read more than the read lock it saves
+        // (docs/performance.md, round twelve).
+        conn.prepare_cached("BEGIN")?.execute([])?;
+        let _end = EndRead(conn);
+        f(&Connection::sqlite(conn))
     } else {
         f(&Connection::sqlite(conn))
+    }
+}
+
+/// Ends a read transaction when dropped (a rollback, also on a panic): nothing to keep, and
+/// the pooled connection never goes back holding an old snapshot.
+struct EndRead<'a>(&'a rusqlite::Connection);
+
+impl Drop for EndRead<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit()
+            && let Err(e) = self
+                .0
+                .prepare_cached("ROLLBACK")
+                .and_then(|mut s| s.execute([]))
+        {
+            tracing::warn!(error = %e, "could not end a read transaction");
+        }
     }
 }
 

@@ -74,6 +74,17 @@ async fn store(app: &TestApp, u: &User, data: Value) -> Value {
         .clone()
 }
 
+/// The tool steps of a finished run, in order.
+fn tool_steps(run: &Value) -> Vec<Value> {
+    run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["type"] == "tool")
+        .cloned()
+        .collect()
+}
+
 #[tokio::test]
 async fn crud_validation_and_ownership() {
     let app = TestApp::spawn().await;
@@ -648,13 +659,7 @@ async fn query_data_never_sees_another_users_rows() {
     let run = start_run(&app, &a, gid, json!({})).await;
     let r = wait_run(&app, &a, gid, &run).await;
     assert_eq!(r["status"], "succeeded");
-    let tools: Vec<Value> = r["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["type"] == "tool")
-        .cloned()
-        .collect();
+    let tools = tool_steps(&r);
     for t in &tools[..4] {
         assert_eq!(t["ok"], true, "{t}");
         assert_eq!(t["result"]["count"], 0, "{t}");
@@ -791,13 +796,7 @@ async fn query_data_compares_lead_times_as_instants() {
     let run = start_run(&app, &a, wg, json!({})).await;
     let r = wait_run(&app, &a, wg, &run).await;
     assert_eq!(r["status"], "succeeded", "{r}");
-    let steps: Vec<Value> = r["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["type"] == "tool")
-        .cloned()
-        .collect();
+    let steps = tool_steps(&r);
     assert_eq!(steps.len(), 3, "{r}");
     for step in &steps[..2] {
         assert_eq!(step["ok"], true, "{step}");
@@ -852,13 +851,7 @@ async fn memory_persists_across_runs_and_restarts() {
     ]);
     let run = start_run(&app, &a, &g1, json!({})).await;
     let r = wait_run(&app, &a, &g1, &run).await;
-    let tools: Vec<Value> = r["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["type"] == "tool")
-        .cloned()
-        .collect();
+    let tools = tool_steps(&r);
     assert_eq!(tools[0]["result"]["value"], "v1");
     assert_eq!(tools[1]["result"]["value"], json!([1, 2]));
     assert_eq!(tools[2]["result"]["keys"], json!(["last"]));
@@ -872,13 +865,7 @@ async fn memory_persists_across_runs_and_restarts() {
     ]);
     let run = start_run(&app, &a, &g2, json!({})).await;
     let r = wait_run(&app, &a, &g2, &run).await;
-    let tools: Vec<Value> = r["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["type"] == "tool")
-        .cloned()
-        .collect();
+    let tools = tool_steps(&r);
     assert_eq!(tools[0]["result"]["found"], false);
     assert_eq!(tools[1]["result"]["value"], json!([1, 2]));
     assert_eq!(llm.problems(), Vec::<String>::new());
