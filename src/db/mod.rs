@@ -390,6 +390,7 @@ impl Db {
         auth_epoch::settle(self.read_engine(f, how).await)
     }
 
+    /// `read_as` on the engine, once the deferred check is part of `f`.
     async fn read_engine<T, F>(&self, f: F, how: Read) -> ApiResult<T>
     where
         T: Send + 'static,
@@ -433,6 +434,7 @@ impl Db {
         auth_epoch::settle(self.write_engine(f).await)
     }
 
+    /// `write` on the engine, once the deferred check is part of `f`.
     async fn write_engine<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
