@@ -388,6 +388,12 @@ fn another_writer(app: &TestApp) -> impl Fn(&str, &str) {
     }
 }
 
+/// `leads get` of lead `id` with `token`.
+async fn get_lead(app: &TestApp, token: &str, id: &Value) -> Resp {
+    app.call(token, "leads", "get", Some(id.clone()), json!({}))
+        .await
+}
+
 /// The busiest actions (`leads` get, all, stats, create, update; `genies` get, update) take a
 /// cached caller without reading the authentication epoch first: their first database
 /// operation reads it in its own transaction, and does nothing when it moved; the request is
@@ -431,15 +437,7 @@ async fn a_cached_caller_is_checked_by_the_first_database_operation_of_its_reque
         .await;
     let lead = lead.ok(201)["lead"].clone();
     assert_eq!(app.count("leads").await, before + 1);
-    let got = app
-        .call(
-            &a.token,
-            "leads",
-            "get",
-            Some(lead["id"].clone()),
-            json!({}),
-        )
-        .await;
+    let got = get_lead(&app, &a.token, &lead["id"]).await;
     assert_eq!(got.ok(200)["lead"]["id"], lead["id"]);
 
     // Revoked elsewhere: the next write through the cached key is refused and writes nothing.
@@ -457,15 +455,7 @@ async fn a_cached_caller_is_checked_by_the_first_database_operation_of_its_reque
         "UPDATE sessions SET revoked_at = '2026-01-01T00:00:00.000Z' WHERE user_id = ?1",
         &a.id,
     );
-    let r = app
-        .call(
-            &a.token,
-            "leads",
-            "get",
-            Some(lead["id"].clone()),
-            json!({}),
-        )
-        .await;
+    let r = get_lead(&app, &a.token, &lead["id"]).await;
     r.err(401, "INVALID_TOKEN");
 
     // Refused before any database operation by a stale role: c, cached as a standard user,
