@@ -248,6 +248,15 @@ pub enum AdminCmd {
         #[arg(long, env = "GENIED_JSON")]
         json: bool,
     },
+    /// Rewrite the SQLite database without the space that deleted rows and upgrades left
+    /// unused inside it, and give that space back to the disk. With the service stopped:
+    /// it holds the write lock throughout, and needs free disk (and temporary space) about
+    /// the size of the database. Prints the sizes before and after.
+    Vacuum {
+        /// Print the result as JSON.
+        #[arg(long, env = "GENIED_JSON")]
+        json: bool,
+    },
     /// Copy the database to FILE with SQLite's online backup (safe while `serve` runs).
     Backup {
         /// The file to write; must not exist yet.
@@ -656,23 +665,7 @@ pub fn admin(
             verify_only,
             json,
         } => {
-            let (_, worker, _) = check_health(&db, std::time::Duration::from_secs(300))?;
-            // A live worker beats every `BEAT_EVERY`; six missed beats mean a `serve` that was
-            // killed rather than stopped (its last beat never says "stopped").
-            let beat_age = worker["heartbeat_at"]
-                .as_str()
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| chrono::Utc::now() - t.with_timezone(&chrono::Utc));
-            let gone = beat_age.is_some_and(|a| {
-                a > chrono::Duration::from_std(crate::jobs::BEAT_EVERY * 6).unwrap_or_default()
-            });
-            if worker["state"] == "running" && !gone {
-                bail!(
-                    "a `genied serve` is running on this data directory (its job worker beat \
-                     at {}); stop it first (the copy must see every record and file)",
-                    worker["heartbeat_at"].as_str().unwrap_or("?")
-                );
-            }
+            refuse_while_serving(&db, "the copy must see every record and file")?;
             // Checked by hand, not by clap: clap's error would repeat the value, password
             // and all.
             if let Some(u) = &to.to_database_url
@@ -733,6 +726,22 @@ pub fn admin(
             }
             Ok(())
         }
+        AdminCmd::Vacuum { json } => {
+            refuse_while_serving(&db, "vacuum holds the database's write lock throughout")?;
+            let started = std::time::Instant::now();
+            let v = db.vacuum()?;
+            let seconds = started.elapsed().as_secs_f64();
+            if json {
+                let mut out = serde_json::to_value(v)?;
+                out["seconds"] = json!(seconds);
+                print(&out.to_string())
+            } else {
+                print(&format!(
+                    "vacuumed in {seconds:.1} s: {} bytes before ({} of them free pages), {} after",
+                    v.bytes_before, v.free_bytes_before, v.bytes_after
+                ))
+            }
+        }
         AdminCmd::Backup { out, json } => {
             if out.exists() {
                 bail!("{} already exists; choose a new file", out.display());
@@ -746,6 +755,28 @@ pub fn admin(
             }
         }
     }
+}
+
+/// Refuses when a `genied serve` runs on this database, by its job worker's heartbeat: a
+/// live worker beats every `BEAT_EVERY`, and six missed beats mean a `serve` that was killed
+/// rather than stopped (its last beat never says "stopped"). `why` says what needs it stopped.
+fn refuse_while_serving(db: &Db, why: &str) -> anyhow::Result<()> {
+    let (_, worker, _) = check_health(db, std::time::Duration::from_secs(300))?;
+    let beat_age = worker["heartbeat_at"]
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| chrono::Utc::now() - t.with_timezone(&chrono::Utc));
+    let gone = beat_age.is_some_and(|a| {
+        a > chrono::Duration::from_std(crate::jobs::BEAT_EVERY * 6).unwrap_or_default()
+    });
+    if worker["state"] == "running" && !gone {
+        bail!(
+            "a `genied serve` is running on this data directory (its job worker beat at {}); \
+             stop it first ({why})",
+            worker["heartbeat_at"].as_str().unwrap_or("?")
+        );
+    }
+    Ok(())
 }
 
 /// What `admin check` looks at. A job `running` for over ten minutes belongs to a process that

@@ -498,6 +498,28 @@ impl Db {
             ),
         }
     }
+
+    /// Rewrites the SQLite file without the space deleted rows and dropped columns left
+    /// behind, and truncates the WAL (see [`Vacuumed`]). Takes the write lock for the whole
+    /// run: `admin vacuum` runs it with the service stopped.
+    pub fn vacuum(&self) -> anyhow::Result<Vacuumed> {
+        match &self.0 {
+            Engine::Sqlite(l) => l.vacuum(),
+            Engine::Postgres(_) => anyhow::bail!(
+                "genied admin vacuum rewrites a SQLite database; PostgreSQL reclaims space with \
+                 its own autovacuum (VACUUM FULL, with psql, gives it back to the disk)"
+            ),
+        }
+    }
+}
+
+/// What [`Db::vacuum`] did: the database's size (pages in use and free, times the page size)
+/// before and after, and how many of the pages before were free (on the free list).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Vacuumed {
+    pub bytes_before: u64,
+    pub free_bytes_before: u64,
+    pub bytes_after: u64,
 }
 
 impl Lite {
@@ -725,6 +747,37 @@ impl Lite {
     fn read_blocking<T>(&self, f: impl FnOnce(&Connection<'_>) -> ApiResult<T>) -> ApiResult<T> {
         let conn = self.read.get()?;
         f(&Connection::sqlite(&conn))
+    }
+
+    fn vacuum(&self) -> anyhow::Result<Vacuumed> {
+        let conn = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let size = |c: &rusqlite::Connection| -> rusqlite::Result<(u64, u64)> {
+            let page: u64 = c.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+            let pages: u64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let free: u64 = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+            Ok((pages * page, free * page))
+        };
+        let (bytes_before, free_bytes_before) = size(&conn)?;
+        // VACUUM builds the new database in temporary storage before copying it back; with
+        // the service's `temp_store = MEMORY` that would hold the whole database in RAM.
+        conn.execute_batch("PRAGMA temp_store = FILE; VACUUM; PRAGMA temp_store = MEMORY;")?;
+        // The copy back went through the WAL: the file shrinks when it is checkpointed.
+        let (busy, _, _): (i64, i64, i64) =
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+        if busy != 0 {
+            anyhow::bail!(
+                "vacuumed, but another connection kept the WAL from being checkpointed; \
+                 the file shrinks at the service's next checkpoint"
+            );
+        }
+        let (bytes_after, _) = size(&conn)?;
+        Ok(Vacuumed {
+            bytes_before,
+            free_bytes_before,
+            bytes_after,
+        })
     }
 
     /// Copies the live database into `out` with SQLite's online backup: consistent while

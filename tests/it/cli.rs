@@ -615,3 +615,110 @@ fn every_flag_and_subcommand_has_help() {
         "{help}"
     );
 }
+
+/// `admin vacuum` gives back the pages a deleted document's chunks and search index left on
+/// the free list, refuses while a service runs on the data directory, and keeps every record.
+#[tokio::test]
+async fn vacuum_gives_back_what_deleted_rows_left_and_keeps_the_rest() {
+    let mut app = TestApp::spawn().await;
+    let dir = app.dir.path().to_path_buf();
+    let u = app.standard().await;
+    if app.state.db.is_postgres() {
+        app.shutdown().await;
+        let o = genied(&dir, &["admin", "vacuum"]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("autovacuum"));
+        return;
+    }
+    // About 600 KB of text in many distinct words: chunks and their full-text index fill
+    // a few hundred pages, which the delete puts on the free list.
+    let text: String = (0..60_000).map(|i| format!("word{i} ")).collect();
+    let kept = app
+        .call(
+            &u.token,
+            "knowledge-base",
+            "create",
+            None,
+            json!({"title": "kept", "content": "a short note that stays"}),
+        )
+        .await
+        .ok(201)["document"]["id"]
+        .clone();
+    let big = app
+        .call(
+            &u.token,
+            "knowledge-base",
+            "create",
+            None,
+            json!({"title": "big", "content": text}),
+        )
+        .await
+        .ok(201)["document"]["id"]
+        .clone();
+    for id in [&kept, &big] {
+        wait_until("the document is indexed", async || {
+            let r = app
+                .call(
+                    &u.token,
+                    "knowledge-base",
+                    "get",
+                    Some(id.clone()),
+                    json!({}),
+                )
+                .await;
+            let status = r.ok(200)["document"]["status"].clone();
+            assert_ne!(status, "failed");
+            (status == "completed").then_some(())
+        })
+        .await;
+    }
+    app.call(&u.token, "knowledge-base", "delete", Some(big), json!({}))
+        .await
+        .ok(200);
+
+    let o = genied(&dir, &["admin", "vacuum"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("stop it first"));
+    app.shutdown().await;
+
+    let db = dir.join("genied.db");
+    let pages = |sql: &str| -> u64 {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.query_row(sql, [], |r| r.get(0)).unwrap()
+    };
+    let free_before = pages("PRAGMA freelist_count") * 4096;
+    assert!(free_before > 300_000, "free bytes before: {free_before}");
+    let out: Value =
+        serde_json::from_str(&stdout(&genied(&dir, &["admin", "vacuum", "--json"]))).unwrap();
+    let (before, free, after) = (
+        out["bytes_before"].as_u64().unwrap(),
+        out["free_bytes_before"].as_u64().unwrap(),
+        out["bytes_after"].as_u64().unwrap(),
+    );
+    assert!(free >= free_before, "{out}");
+    assert!(after <= before - free, "{out}");
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), after);
+    assert_eq!(pages("PRAGMA freelist_count"), 0);
+    assert_eq!(
+        query(&dir, "PRAGMA integrity_check", &[]),
+        vec![vec![Some("ok".to_string())]]
+    );
+
+    // The service starts on the vacuumed file and answers as before.
+    let app = app.restart().await;
+    let r = app
+        .call(
+            &u.token,
+            "knowledge-base",
+            "search",
+            None,
+            json!({"query": "short note"}),
+        )
+        .await;
+    assert_eq!(
+        r.ok(200)["results"][0]["document_id"],
+        kept,
+        "{:?}",
+        r.data()
+    );
+}
