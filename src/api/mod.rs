@@ -36,7 +36,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use self::action::Resource;
+use self::action::{Action, Resource};
 pub use self::input::{
     SEARCH_TERM_MAX, date_range_since, double_option, page, parse_sort, parse_uuid, parse_value,
     search_term,
@@ -235,9 +235,18 @@ impl Reply {
 /// Runs one action: the resource's table names it (else `INVALID_ACTION`), its access rule
 /// is checked, its handler runs, and a write leaves an audit row.
 pub async fn dispatch(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
-    let action = resource(req.resource)
-        .and_then(|r| r.action(&req.action))
-        .ok_or_else(|| ApiError::invalid_action(req.resource, &req.action))?;
+    let action = resource(req.resource).and_then(|r| r.action(&req.action));
+    dispatch_to(ctx, action, req).await
+}
+
+/// [`dispatch`] for a caller that looked the action up already: `action` is the resource's
+/// table entry for `req.action`, `None` when the table does not name it.
+pub async fn dispatch_to(
+    ctx: &Ctx,
+    action: Option<&'static Action>,
+    req: &ActionRequest,
+) -> ApiResult<Reply> {
+    let action = action.ok_or_else(|| ApiError::invalid_action(req.resource, &req.action))?;
     action.access.check(&ctx.principal)?;
     if !action.access.writes() {
         return (action.handler)(ctx, req).await;

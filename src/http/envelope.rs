@@ -144,10 +144,11 @@ pub async fn execute(
     resource_hint: Option<&str>,
     envelope: ApiResult<Envelope>,
 ) -> Response {
-    let labels = crate::telemetry::prom::enabled().then(|| labels(resource_hint, &envelope));
-    let session_only = resource_hint.and_then(api::canonical_resource) == Some("api-keys");
+    let named = Named::of(resource_hint, &envelope);
+    let labels = crate::telemetry::prom::enabled().then(|| named.labels());
+    let session_only = named.resource.map(|r| r.name) == Some("api-keys");
     let principal = match Credential::from_headers(headers) {
-        Ok(cred) if defers_auth_check(&envelope) => {
+        Ok(cred) if named.defers_auth_check() => {
             auth::authenticate_deferred(&app.db, &app.auth_cache, &app.secrets, cred, session_only)
                 .await
         }
@@ -168,7 +169,7 @@ pub async fn execute(
     let (mut resp, info) = match app.limits.check(&principal.rate_key()).await {
         Err(limited) => (limited.error.into_response(), Some(limited.info)),
         Ok(info) => (
-            run(app, principal, ip, envelope, again)
+            run(app, principal, ip, envelope, named, again)
                 .await
                 .unwrap_or_else(IntoResponse::into_response),
             info,
@@ -182,20 +183,47 @@ pub async fn execute(
     with_labels(resp, labels)
 }
 
-/// The metric labels of an envelope request: the resource and action as the action tables
-/// name them, `unknown` for names the tables do not have (client input never becomes a label).
-fn labels(hint: Option<&str>, envelope: &ApiResult<Envelope>) -> RouteLabels {
-    let (resource, action) = match envelope {
-        Ok(e) => (Some(e.resource.as_str()), Some(e.action.as_str())),
-        Err(_) => (hint, None),
-    };
-    let table = resource.and_then(api::resource);
-    RouteLabels {
-        resource: table.map_or("unknown", |r| r.name),
-        action: table
-            .zip(action)
-            .and_then(|(r, a)| r.action(a))
-            .map_or("unknown", |a| a.name),
+/// The resource and action an envelope request names, looked up once in the action tables
+/// (`None` for names the tables do not have). Without an envelope (it did not parse), the
+/// resource is the one the body named, if any.
+#[derive(Clone, Copy)]
+struct Named {
+    resource: Option<&'static api::action::Resource>,
+    action: Option<&'static api::action::Action>,
+}
+
+impl Named {
+    fn of(hint: Option<&str>, envelope: &ApiResult<Envelope>) -> Named {
+        let (resource, action) = match envelope {
+            Ok(e) => (Some(e.resource.as_str()), Some(e.action.as_str())),
+            Err(_) => (hint, None),
+        };
+        let resource = resource.and_then(api::resource);
+        let action = resource.zip(action).and_then(|(r, a)| r.action(a));
+        Named { resource, action }
+    }
+
+    /// The metric labels: `unknown` for what the tables do not name (client input never
+    /// becomes a label).
+    fn labels(self) -> RouteLabels {
+        RouteLabels {
+            resource: self.resource.map_or("unknown", |r| r.name),
+            action: self.action.map_or("unknown", |a| a.name),
+        }
+    }
+
+    /// Actions whose handlers begin with a database operation (after checking their input),
+    /// so that a caller found in the authentication cache can be checked by that operation,
+    /// in its own transaction, instead of by a read of its own before the handler
+    /// (`db::auth_epoch::Deferred`). The busiest actions; every other keeps the check first.
+    fn defers_auth_check(self) -> bool {
+        matches!(
+            (self.resource.map(|r| r.name), self.action.map(|a| a.name)),
+            (
+                Some("leads"),
+                Some("get" | "all" | "list" | "stats" | "create" | "update")
+            ) | (Some("genies"), Some("get" | "update"))
+        )
     }
 }
 
@@ -213,27 +241,6 @@ pub struct RouteLabels {
     pub action: &'static str,
 }
 
-/// Actions whose handlers begin with a database operation (after checking their input), so
-/// that a caller found in the authentication cache can be checked by that operation, in its
-/// own transaction, instead of by a read of its own before the handler
-/// (`db::auth_epoch::Deferred`). The busiest actions; every other keeps the check first.
-fn defers_auth_check(envelope: &ApiResult<Envelope>) -> bool {
-    let Ok(e) = envelope else {
-        return false;
-    };
-    let Some(resource) = api::canonical_resource(&e.resource) else {
-        return false;
-    };
-    let action = api::resource(resource).and_then(|r| r.action(&e.action));
-    matches!(
-        (resource, action.map(|a| a.name)),
-        (
-            "leads",
-            Some("get" | "all" | "list" | "stats" | "create" | "update")
-        ) | ("genies", Some("get" | "update"))
-    )
-}
-
 /// What it takes to authenticate a request again when its deferred check found the
 /// authentication epoch moved: the epoch its cached caller was read at (`None`: checked
 /// already), and the credential's headers.
@@ -248,10 +255,13 @@ async fn run(
     principal: auth::Principal,
     ip: IpAddr,
     envelope: ApiResult<Envelope>,
+    named: Named,
     again: Again<'_>,
 ) -> ApiResult<Response> {
     let env = envelope?;
-    let resource = api::canonical_resource(&env.resource)
+    let resource = named
+        .resource
+        .map(|r| r.name)
         .ok_or_else(|| ApiError::invalid_resource(&env.resource))?;
     if env.action.trim().is_empty() {
         return Err(ApiError::validation("action must not be empty"));
@@ -271,9 +281,12 @@ async fn run(
     span.record("resource", resource);
     span.record("action", req.action.as_str());
     let Some(epoch) = again.epoch else {
-        return Ok(api::dispatch(&ctx, &req).await?.into_envelope());
+        return Ok(api::dispatch_to(&ctx, named.action, &req)
+            .await?
+            .into_envelope());
     };
-    let (reply, check) = db::auth_epoch::deferred(epoch, api::dispatch(&ctx, &req)).await;
+    let (reply, check) =
+        db::auth_epoch::deferred(epoch, api::dispatch_to(&ctx, named.action, &req)).await;
     let moved = match check {
         Deferred::Held => false,
         Deferred::Moved => true,
@@ -295,5 +308,7 @@ async fn run(
     )
     .await?;
     let ctx = Ctx { principal, ..ctx };
-    Ok(api::dispatch(&ctx, &req).await?.into_envelope())
+    Ok(api::dispatch_to(&ctx, named.action, &req)
+        .await?
+        .into_envelope())
 }
