@@ -1,7 +1,8 @@
 //! The real binary: admin commands print only their result and refuse a data directory that
 //! is not there; `serve` on an empty directory bootstraps an admin who can sign in, without
 //! logging the password; role changes and revocations made by `genied admin` reach a running
-//! service's next request; backups are consistent while serving; every flag has help. With
+//! service's next request; backups are consistent while serving; `vacuum` gives back free
+//! pages only with the service stopped; every flag has help. With
 //! `GENIED_TEST_DATABASE=postgres` the binary runs on PostgreSQL (`own_database`), but for
 //! the data-directory checks, which are about the SQLite file.
 
