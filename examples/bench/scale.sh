@@ -105,6 +105,9 @@ for users in $SCALE_USERS; do
     # figures are of the server at rest.
     wait_idle "$PID"
     IDLE=$(rss_kb "$PID" VmRSS)
+    # The anonymous part is the server's own memory; the rest is mostly the executable's
+    # pages, which count for more when the binary was just written (docs/performance.md).
+    IDLE_ANON=$(rss_kb "$PID" RssAnon)
     mine=$(wc -l <"$WORK/ids")
     deep=$(( mine / 4 / 8 / 50 * 50 )) # a status has a quarter of the leads; N/U/8 of them deep
     AUTH=(--header "authorization: Bearer $TOKEN")
@@ -147,7 +150,7 @@ for users in $SCALE_USERS; do
     LATER_JSON="[$(IFS=,; echo "${LATER[*]}")]"
     DB_BYTES=$(stat -c %s "$D/genied.db")
     cat >"$OUT/footprint.$tag.json" <<EOF
-{"leads": $leads, "users": $users, "leads_of_user": $mine, "deep_offset": $deep, "idle_rss_kb": $IDLE,
+{"leads": $leads, "users": $users, "leads_of_user": $mine, "deep_offset": $deep, "idle_rss_kb": $IDLE, "idle_anon_kb": $IDLE_ANON,
  "peak_rss_kb": $PEAK, "ready_ms": $READY, "ready_later_ms": $LATER_JSON, "backup_s": $backup_s,
  "seed_s": $seed_s, "db_bytes": $DB_BYTES}
 EOF
@@ -178,12 +181,14 @@ print()
 def later(f):
     v = sorted(f.get("ready_later_ms") or [])
     return f"{v[len(v) // 2]:.0f} ms" if v else "–"
-print("| leads | users | idle RSS | peak RSS (64 clients) | exec to ready: first start after the seed | median of the starts after it | admin backup | database file (all tables) | seeding |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+def anon(f):
+    return f"{f['idle_anon_kb'] / 1024:.1f} MB" if "idle_anon_kb" in f else "–"
+print("| leads | users | idle RSS | of it anonymous | peak RSS (64 clients) | exec to ready: first start after the seed | median of the starts after it | admin backup | database file (all tables) | seeding |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for u in users:
     for n in sizes:
         f = json.load(open(os.path.join(out, f"footprint.n{n}.u{u}.json")))
-        print(f"| {int(n):,} | {u} | {f['idle_rss_kb'] / 1024:.1f} MB | {f['peak_rss_kb'] / 1024:.1f} MB | {f['ready_ms']:.0f} ms | {later(f)} | "
+        print(f"| {int(n):,} | {u} | {f['idle_rss_kb'] / 1024:.1f} MB | {anon(f)} | {f['peak_rss_kb'] / 1024:.1f} MB | {f['ready_ms']:.0f} ms | {later(f)} | "
               f"{backup(f)} | {f['db_bytes'] / 1e6:.0f} MB | {f['seed_s']} s |")
 print(f"\n{os.cpu_count()} CPUs, load average {load0} at start, {load1} at end; {dur} s per run; raw results in {out}")
 EOF
