@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output};
 
 use crate::auth::wait_keys_used;
+use crate::common::documents::{create_text, settle};
 use crate::common::process::{self, DEADLINE, Proc, free_port, wait_ready};
 use crate::common::*;
 use nix::sys::signal::Signal;
@@ -634,48 +635,20 @@ async fn vacuum_gives_back_what_deleted_rows_left_and_keeps_the_rest() {
     // About 600 KB of text in many distinct words: chunks and their full-text index fill
     // a few hundred pages, which the delete puts on the free list.
     let text: String = (0..60_000).map(|i| format!("word{i} ")).collect();
-    let kept = app
-        .call(
-            &u.token,
-            "knowledge-base",
-            "create",
-            None,
-            json!({"title": "kept", "content": "a short note that stays"}),
-        )
-        .await
-        .ok(201)["document"]["id"]
-        .clone();
-    let big = app
-        .call(
-            &u.token,
-            "knowledge-base",
-            "create",
-            None,
-            json!({"title": "big", "content": text}),
-        )
-        .await
-        .ok(201)["document"]["id"]
-        .clone();
+    let kept = create_text(&app, &u, "kept", "a short note that stays").await;
+    let big = create_text(&app, &u, "big", &text).await;
     for id in [&kept, &big] {
-        wait_until("the document is indexed", async || {
-            let r = app
-                .call(
-                    &u.token,
-                    "knowledge-base",
-                    "get",
-                    Some(id.clone()),
-                    json!({}),
-                )
-                .await;
-            let status = r.ok(200)["document"]["status"].clone();
-            assert_ne!(status, "failed");
-            (status == "completed").then_some(())
-        })
-        .await;
+        assert_eq!(settle(&app, &u.token, id).await["status"], "completed");
     }
-    app.call(&u.token, "knowledge-base", "delete", Some(big), json!({}))
-        .await
-        .ok(200);
+    app.call(
+        &u.token,
+        "knowledge-base",
+        "delete",
+        Some(json!(big)),
+        json!({}),
+    )
+    .await
+    .ok(200);
 
     let o = genied(&dir, &["admin", "vacuum"]);
     assert_eq!(o.status.code(), Some(1));

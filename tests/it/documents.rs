@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::documents::{b64, chunks, stored_files};
+use crate::common::documents::{b64, chunks, create_text, stored_files};
 use crate::common::fakes::transcripts::{self, Transcripts};
 use crate::common::fakes::website::Website;
 use crate::common::*;
@@ -48,19 +48,6 @@ async fn settle(app: &TestApp, token: &str, id: &str) -> Value {
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     panic!("document {id} did not settle");
-}
-
-async fn create_text(app: &TestApp, u: &User, title: &str, content: &str) -> String {
-    let r = app
-        .call(
-            &u.token,
-            KB,
-            "create",
-            None,
-            json!({"title": title, "content": content}),
-        )
-        .await;
-    r.ok(201)["document"]["id"].as_str().unwrap().to_string()
 }
 
 /// A PDF with one page per entry, each starting with the same running header.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::documents::{b64, chunks};
+use crate::common::documents::{b64, chunks, settle};
 use crate::common::process::{self, Proc, free_port, wait_ready};
 use crate::common::*;
 
@@ -173,20 +173,6 @@ pub mod inputs {
         )
         .into_bytes()
     }
-}
-
-/// Polls `get` until the document is `completed` or `failed` (60 s deadline).
-async fn settle(app: &TestApp, token: &str, id: &str) -> Value {
-    let start = Instant::now();
-    while start.elapsed() < DEADLINE {
-        let r = app.call(token, KB, "get", Some(json!(id)), json!({})).await;
-        let d = r.ok(200)["document"].clone();
-        if d["status"] == "completed" || d["status"] == "failed" {
-            return d;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("document {id} did not settle within {DEADLINE:?}");
 }
 
 async fn still_answers(app: &TestApp, token: &str) {

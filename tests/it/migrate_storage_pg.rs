@@ -61,19 +61,8 @@ fn migrate(data: &std::path::Path, args: &[&str]) -> (bool, Value, String) {
 }
 
 async fn settle(app: &TestApp, token: &str, id: &str) {
-    let end = std::time::Instant::now() + process::DEADLINE;
-    loop {
-        let r = app.call(token, KB, "get", Some(json!(id)), json!({})).await;
-        let d = r.ok(200)["document"].clone();
-        if d["status"] == "completed" {
-            return;
-        }
-        assert!(
-            d["status"] != "failed" && std::time::Instant::now() < end,
-            "{d}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    let d = crate::common::documents::settle(app, token, id).await;
+    assert_eq!(d["status"], "completed", "{d}");
 }
 
 /// `POST /v1` on a server started from the binary; `auth` is a header.

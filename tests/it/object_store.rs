@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::common::documents::{b64, chunks};
+use crate::common::documents::{b64, chunks, create_text, settle};
 use crate::common::process::{self, Proc, free_port, wait_ready};
 use crate::common::{TestApp, User, cli_env, s3};
 
@@ -15,37 +15,6 @@ const KB: &str = "knowledge-base";
 
 fn sha(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-async fn settle(app: &TestApp, token: &str, id: &str) -> Value {
-    let end = std::time::Instant::now() + process::DEADLINE;
-    loop {
-        let r = app.call(token, KB, "get", Some(json!(id)), json!({})).await;
-        let d = r.ok(200)["document"].clone();
-        if d["status"] == "completed" || d["status"] == "failed" {
-            return d;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "document {id} did not settle: {d}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-}
-
-async fn create_text(app: &TestApp, u: &User, title: &str, content: &str) -> String {
-    app.call(
-        &u.token,
-        KB,
-        "create",
-        None,
-        json!({"title": title, "content": content}),
-    )
-    .await
-    .ok(201)["document"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 async fn upload_txt(app: &TestApp, u: &User, name: &str, bytes: &[u8]) -> String {

@@ -1,8 +1,38 @@
 //! Knowledge-base helpers shared by the documents tests.
 
 use base64::Engine;
+use serde_json::{Value, json};
 
-use super::TestApp;
+use super::{TestApp, User, wait_until};
+
+/// Creates a text document of `u`'s; its id.
+pub async fn create_text(app: &TestApp, u: &User, title: &str, content: &str) -> String {
+    app.call(
+        &u.token,
+        "knowledge-base",
+        "create",
+        None,
+        json!({"title": title, "content": content}),
+    )
+    .await
+    .ok(201)["document"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Polls `get` until the document is `completed` or `failed` (`wait_until`'s deadline); the
+/// document as it then is.
+pub async fn settle(app: &TestApp, token: &str, id: &str) -> Value {
+    wait_until(&format!("document {id} to settle"), async || {
+        let r = app
+            .call(token, "knowledge-base", "get", Some(json!(id)), json!({}))
+            .await;
+        let d = r.ok(200)["document"].clone();
+        (d["status"] == "completed" || d["status"] == "failed").then_some(d)
+    })
+    .await
+}
 
 pub fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
