@@ -106,9 +106,11 @@ async fn main() -> anyhow::Result<()> {
             }
             let statuses = ["new", "contacted", "qualified", "converted"];
             for k in 0..total / 10 {
-                let at = db::fmt_time(start + chrono::Duration::milliseconds((k as f64 * step_ms * 10.0) as i64));
+                // Lead times are milliseconds (V40), its genie and user keys (V41).
+                let at = (start + chrono::Duration::milliseconds((k as f64 * step_ms * 10.0) as i64)).timestamp_millis();
                 c.execute(
-                    "INSERT INTO leads (agent_id, user_id, name, status, created_at) VALUES (?1, ?2, 'L', ?3, ?4)",
+                    "INSERT INTO leads (agent_id, user_id, name, status, created_at)
+                     VALUES (genied_key(?1), genied_key(?2), 'L', ?3, ?4)",
                     rusqlite::params![g2[k % g2.len()], u2, statuses[k % statuses.len()], at],
                 )?;
             }

@@ -74,15 +74,17 @@ async fn main() -> anyhow::Result<()> {
                 let n = BATCH.min(total - i);
                 let mut vals: Vec<SqlValue> = Vec::with_capacity(n * 9);
                 for k in i..i + n {
-                    let at = db::fmt_time(start + chrono::Duration::milliseconds((k as f64 * step_ms) as i64));
-                    vals.push(a2[k % a2.len()].clone().into());
-                    vals.push(u2.clone().into());
+                    // Milliseconds since the epoch (V40).
+                    let at = (start + chrono::Duration::milliseconds((k as f64 * step_ms) as i64)).timestamp_millis();
+                    // A lead keeps its genie's and user's keys (V41).
+                    vals.push(db::keys::value(&a2[k % a2.len()]));
+                    vals.push(db::keys::value(&u2));
                     vals.push(format!("Lead {k}").into());
                     vals.push(format!("lead{k}@example.test").into());
                     vals.push(format!("+1555{k:07}").into());
                     vals.push(statuses[k % statuses.len()].map(|s| SqlValue::from(s.to_string())).unwrap_or(SqlValue::Null));
                     vals.push(priorities[k % priorities.len()].to_string().into());
-                    vals.push(at.clone().into());
+                    vals.push(at.into());
                     vals.push(at.into());
                 }
                 if n == BATCH {

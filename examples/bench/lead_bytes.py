@@ -30,6 +30,9 @@ work = tempfile.mkdtemp(prefix='genied-lead-bytes.')
 subprocess.run([binary, '--data-dir', work, 'migrate'], check=True, stdout=subprocess.DEVNULL)
 path = os.path.join(work, 'genied.db')
 c = sqlite3.connect(path, isolation_level=None)
+if sqlite3.sqlite_version_info < (3, 41):
+    # Since V41 `users.key` and `genies.key` are made with `unhex` (SQLite 3.41).
+    c.create_function('unhex', 1, lambda h: None if h is None else bytes.fromhex(h), deterministic=True)
 for p in ['journal_mode = WAL', 'synchronous = NORMAL', 'wal_autocheckpoint = 0', 'foreign_keys = OFF']:
     c.execute('PRAGMA ' + p)
 
@@ -52,7 +55,9 @@ def create(i):
     c.execute('BEGIN IMMEDIATE')
     # Since V40 a lead's times are milliseconds since the epoch.
     lead_ts = ts_ms if lead_ms else ts
-    values = (genie, user, f'{fn} {ln}', f'{fn.lower()}.{ln.lower()}{i}@example.com', f'+1555{i:07d}', 'new', 'medium', lead_ts, lead_ts)
+    # Since V41 a lead keeps its genie and user as 16-byte keys.
+    keys = (uuid.UUID(genie).bytes, uuid.UUID(user).bytes) if lead_keys else (genie, user)
+    values = keys + (f'{fn} {ln}', f'{fn.lower()}.{ln.lower()}{i}@example.com', f'+1555{i:07d}', 'new', 'medium', lead_ts, lead_ts)
     if created_on_row:
         # Since V33 the "created" log entry is two columns of the lead row: its id, taken from
         # lead_activities' sequence (db::leads::next_activity_id), and who created the lead.
@@ -95,6 +100,7 @@ pending = c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'leads_search_pend
 created_on_row = any(r[1] == 'created_log_id' for r in c.execute('PRAGMA table_info(leads)'))
 creator_when_other = c.execute("SELECT 1 FROM refinery_schema_history WHERE name = 'lead_creator'").fetchone() is not None
 lead_ms = any(r[1] == 'created_at' and r[2] == 'INTEGER' for r in c.execute('PRAGMA table_info(leads)'))
+lead_keys = any(r[1] == 'user_id' and r[2] == 'BLOB' for r in c.execute('PRAGMA table_info(leads)'))
 compact_audit = any(r[1] == 'id' and r[2] == 'BLOB' for r in c.execute('PRAGMA table_info(activities)'))
 
 

@@ -274,7 +274,7 @@ fn genied_seed(
     let uid = user.id.clone();
     let ids: Vec<String> = db
         .read_blocking(move |c| {
-            let mut st = c.prepare("SELECT id FROM leads WHERE user_id = ?1")?;
+            let mut st = c.prepare("SELECT id FROM leads WHERE user_id = genied_key(?1)")?;
             let ids = st
                 .query_map([&uid], |r| r.get::<_, i64>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -617,7 +617,7 @@ fn scale_seed(
     let uid = me.id.clone();
     let ids: Vec<String> = db
         .read_blocking(move |c| {
-            let mut st = c.prepare("SELECT id FROM leads WHERE user_id = ?1")?;
+            let mut st = c.prepare("SELECT id FROM leads WHERE user_id = genied_key(?1)")?;
             let ids = st
                 .query_map([&uid], |r| r.get::<_, i64>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;

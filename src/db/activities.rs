@@ -7,7 +7,6 @@
 //! made here, on the way in and out, so nothing above this module sees the difference.
 
 use crate::db::sql::{Connection, Row, ToSql, params};
-use rusqlite::types::{ToSqlOutput, ValueRef};
 use serde::Serialize;
 
 use super::{ms_text, text_ms};
@@ -33,46 +32,11 @@ pub struct NewActivity<'a> {
     pub ip: Option<&'a str>,
 }
 
-/// How an id is stored: a UUID as its 16 bytes. Anything else keeps its UTF-8 bytes and
-/// reads back as the text it was, unless it is 16 bytes long (read as a UUID then). No id
-/// the service makes is anything else: row ids and user ids are UUIDs (`db::new_id`).
-pub enum Key<'a> {
-    Uuid([u8; 16]),
-    Text(&'a str),
-}
-
-impl<'a> Key<'a> {
-    pub fn of(id: &'a str) -> Key<'a> {
-        match uuid::Uuid::try_parse(id) {
-            Ok(u)
-                if u.hyphenated()
-                    .encode_lower(&mut uuid::Uuid::encode_buffer())
-                    == id =>
-            {
-                Key::Uuid(u.into_bytes())
-            }
-            // Not in the canonical form (upper case, braces): stored as given, so it reads back
-            // as given.
-            _ => Key::Text(id),
-        }
-    }
-}
-
-impl ToSql for Key<'_> {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::Borrowed(ValueRef::Blob(match self {
-            Key::Uuid(b) => b,
-            Key::Text(s) => s.as_bytes(),
-        })))
-    }
-}
+pub use super::keys::Key;
 
 /// The text of a stored id (see [`Key`]).
 fn key_text(b: Vec<u8>) -> String {
-    match <[u8; 16]>::try_from(b.as_slice()) {
-        Ok(u) => uuid::Uuid::from_bytes(u).hyphenated().to_string(),
-        Err(_) => String::from_utf8_lossy(&b).into_owned(),
-    }
+    super::keys::text(&b)
 }
 
 pub fn insert(c: &Connection, a: &NewActivity) -> rusqlite::Result<()> {

@@ -113,17 +113,26 @@ impl Filter {
     }
 }
 
+/// The rollups' condition for a piece. The lead rollups (`genie_col` `agent_id`) keep the
+/// user's and genie's ids as keys, as the leads do (V41; db::keys).
 fn where_clause(f: &Filter, piece: &Piece, genie_col: &str) -> (String, Vec<SqlValue>) {
     let col = piece.tables().2;
+    let id = |v: &String| -> SqlValue {
+        if genie_col == "agent_id" {
+            super::keys::value(v)
+        } else {
+            v.clone().into()
+        }
+    };
     let mut w = vec![format!("{col} >= ?"), format!("{col} <= ?")];
     let mut p: Vec<SqlValue> = vec![piece.from.clone().into(), piece.to.clone().into()];
     if let Scope::Owner(u) = &f.scope {
         w.push("user_id = ?".into());
-        p.push(u.clone().into());
+        p.push(id(u));
     }
     if let Some(g) = &f.genie_id {
         w.push(format!("{genie_col} = ?"));
-        p.push(g.clone().into());
+        p.push(id(g));
     }
     (w.join(" AND "), p)
 }
@@ -222,8 +231,8 @@ pub fn earliest_hour(c: &Connection, scope: &Scope) -> rusqlite::Result<Option<S
         ),
         Scope::Owner(u) => c.query_row(
             "SELECT MIN(h) FROM (SELECT MIN(hour) AS h FROM conversation_rollup WHERE user_id = ?1
-                                 UNION ALL SELECT MIN(hour) FROM lead_rollup WHERE user_id = ?1)",
-            [u],
+                                 UNION ALL SELECT MIN(hour) FROM lead_rollup WHERE user_id = ?2)",
+            crate::db::sql::params![u, super::keys::Key::of(u)],
             |r| r.get(0),
         ),
     }

@@ -7,6 +7,7 @@ use crate::db::sql::{Connection, OptionalExtension, Row, params, params_from_ite
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::keys::{self, Key};
 use super::{json_col, ms_text, now_ms, text_ms};
 
 /// The four standard statuses, in their lifecycle order.
@@ -75,11 +76,12 @@ fn obj_col(s: Option<String>) -> Option<Value> {
 }
 
 fn from_row(r: &Row) -> rusqlite::Result<Lead> {
-    let agent_id: String = r.get(1)?;
+    // The genie's and user's ids are stored as keys (V41).
+    let agent_id = keys::text(&r.get::<_, Vec<u8>>(1)?);
     let agent_name: Option<String> = r.get(22)?;
     Ok(Lead {
         id: r.get(0)?,
-        user_id: r.get(2)?,
+        user_id: keys::text(&r.get::<_, Vec<u8>>(2)?),
         name: r.get(3)?,
         email: r.get(4)?,
         phone: r.get(5)?,
@@ -157,7 +159,7 @@ fn where_clause(
         Scope::All => {}
         Scope::User(u) => {
             w.push("l.user_id = ?".into());
-            p.push(u.clone().into());
+            p.push(keys::value(u));
         }
         // Both forms walk a time-ordered index and test each lead's genie. The set of the
         // user's genies is cheaper to test against, but is built for every page: with 10,000
@@ -167,8 +169,8 @@ fn where_clause(
         // leads) two to five times cheaper.
         Scope::AgentsOf(u) if many_genies(c, u)? => {
             w.push(
-                "(EXISTS (SELECT 1 FROM genies g WHERE g.id = l.agent_id AND g.user_id = ?) \
-                  OR EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = l.agent_id AND a.user_id = ?))"
+                "EXISTS (SELECT 1 FROM genies g WHERE g.key = l.agent_id AND (g.user_id = ? \
+                  OR EXISTS (SELECT 1 FROM genie_assignments a WHERE a.genie_id = g.id AND a.user_id = ?)))"
                     .into(),
             );
             p.push(u.clone().into());
@@ -176,7 +178,8 @@ fn where_clause(
         }
         Scope::AgentsOf(u) => {
             w.push(
-                "l.agent_id IN (SELECT id FROM genies WHERE user_id = ? UNION SELECT genie_id FROM genie_assignments WHERE user_id = ?)"
+                "l.agent_id IN (SELECT key FROM genies WHERE user_id = ? \
+                 UNION SELECT g.key FROM genie_assignments a JOIN genies g ON g.id = a.genie_id WHERE a.user_id = ?)"
                     .into(),
             );
             p.push(u.clone().into());
@@ -188,7 +191,7 @@ fn where_clause(
             "l.agent_id IN ({})",
             vec!["?"; f.agent_ids.len()].join(", ")
         ));
-        p.extend(f.agent_ids.iter().map(|a| SqlValue::from(a.clone())));
+        p.extend(f.agent_ids.iter().map(|a| keys::value(a)));
     }
     if with_status && let Some(s) = &f.status {
         w.push("l.status = ?".into());
@@ -350,6 +353,7 @@ pub fn index_pending(c: &Connection, limit: i64) -> rusqlite::Result<usize> {
     Ok(ids.len() + new as usize)
 }
 
+/// The SQL functions lead queries use: [`super::keys`]' two, and
 /// `genied_icontains(haystack, needle)`: whether `needle` occurs in `haystack`, ignoring
 /// case as the trigram index does (Unicode lower case, not only ASCII as `LIKE`). NULL
 /// haystacks contain nothing.
@@ -364,7 +368,8 @@ pub fn register_functions(c: &rusqlite::Connection) -> rusqlite::Result<()> {
             let needle: String = ctx.get(1)?;
             Ok(hay.is_some_and(|h| h.to_lowercase().contains(&needle.to_lowercase())))
         },
-    )
+    )?;
+    super::keys::register_functions(c)
 }
 
 /// `(total, counts of the four standard statuses)`. Filtered by scope and agents only, it
@@ -442,7 +447,7 @@ fn owner_counts(f: &Filter) -> Option<(String, Vec<SqlValue>)> {
     let sql = "(SELECT o.status, o.n FROM lead_owner_counts o WHERE o.owner_id = ? \
          UNION ALL SELECT s.status, s.n FROM genie_assignments a \
            JOIN genies g ON g.id = a.genie_id AND g.user_id <> a.user_id \
-           JOIN lead_status_counts s ON s.agent_id = a.genie_id \
+           JOIN lead_status_counts s ON s.agent_id = g.key \
          WHERE a.user_id = ?)";
     Some((sql.to_string(), vec![u.clone().into(), u.clone().into()]))
 }
@@ -454,7 +459,7 @@ pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Re
     p.push(offset.into());
     // The page's ids come from the indexes alone; only those rows are read.
     let mut st = c.prepare_cached(&format!(
-        "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id
+        "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.key = l.agent_id
          WHERE l.id IN (SELECT l.id FROM leads l {w} ORDER BY l.created_at DESC, l.id DESC LIMIT ? OFFSET ?)
          ORDER BY l.created_at DESC, l.id DESC"
     ))?;
@@ -464,7 +469,7 @@ pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Re
 pub fn get(c: &Connection, id: i64) -> rusqlite::Result<Option<Lead>> {
     static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
-            "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id WHERE l.id = ?1"
+            "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.key = l.agent_id WHERE l.id = ?1"
         )
     });
     c.prepare_cached(&SQL)?.query_row([id], from_row).optional()
@@ -477,7 +482,7 @@ pub fn get_by_conversation(
 ) -> rusqlite::Result<Option<Lead>> {
     c.query_row(
         &format!(
-            "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.id = l.agent_id
+            "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.key = l.agent_id
              WHERE l.conversation_ref = ?1 ORDER BY l.id LIMIT 1"
         ),
         [conversation_ref],
@@ -584,7 +589,7 @@ const RETURNING: &str =
 fn insert_with(c: &Connection, fields: &Fields, returning: &str) -> rusqlite::Result<Option<Lead>> {
     let ts = now_ms();
     let mut cols: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
-    let mut vals: Vec<SqlValue> = fields.iter().map(|(_, v)| v.clone()).collect();
+    let mut vals: Vec<SqlValue> = fields.iter().map(stored).collect();
     cols.push("created_at");
     vals.push(ts.into());
     cols.push("updated_at");
@@ -602,13 +607,21 @@ fn insert_with(c: &Connection, fields: &Fields, returning: &str) -> rusqlite::Re
     st.query_row(params_from_iter(vals), from_row).map(Some)
 }
 
+/// A field's value as the column stores it: the genie's and user's ids as keys (V41).
+fn stored((k, v): &(&'static str, SqlValue)) -> SqlValue {
+    match v {
+        SqlValue::Text(id) if matches!(*k, "agent_id" | "user_id") => keys::value(id),
+        v => v.clone(),
+    }
+}
+
 pub fn update(c: &Connection, id: i64, fields: &Fields) -> rusqlite::Result<()> {
     let mut sets: Vec<String> = fields.iter().map(|(k, _)| format!("{k} = ?")).collect();
-    let mut vals: Vec<SqlValue> = fields.iter().map(|(_, v)| v.clone()).collect();
+    let mut vals: Vec<SqlValue> = fields.iter().map(stored).collect();
     if fields.iter().any(|(k, _)| *k == "user_id") {
         // A NULL `created_by` means "the lead's user" (V38): keep naming the user who
         // created it when the lead moves to another. The right side reads the row as it was.
-        sets.push("created_by = COALESCE(created_by, user_id)".into());
+        sets.push("created_by = COALESCE(created_by, genied_key_text(user_id))".into());
     }
     sets.push("updated_at = ?".into());
     vals.push(now_ms().into());
@@ -685,7 +698,7 @@ pub fn log(
 macro_rules! created_entry_sql {
     () => {
         "SELECT ce.created_log_id AS id, ce.id AS lead_id,
-         COALESCE(ce.created_by, ce.user_id) AS user_id,
+         COALESCE(ce.created_by, genied_key_text(ce.user_id)) AS user_id,
          'created' AS type, 'Lead created' AS description, NULL AS metadata, ce.created_at
          FROM leads ce WHERE ce.created_log_id IS NOT NULL"
     };
@@ -739,5 +752,5 @@ pub fn phone_is_do_not_call(c: &Connection, user_id: &str, phone: &str) -> rusql
         "SELECT EXISTS(SELECT 1 FROM leads WHERE user_id = ?1 AND do_not_call = 1
            AND replace(replace(replace(replace(phone, ' ', ''), '-', ''), '(', ''), ')', '') = ?2)",
     )?
-    .query_row([user_id, phone], |r| r.get(0))
+    .query_row(params![Key::of(user_id), phone], |r| r.get(0))
 }

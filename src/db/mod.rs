@@ -24,6 +24,7 @@ pub mod genie_versions;
 pub mod genies;
 pub mod health;
 pub mod jobs;
+pub mod keys;
 pub mod lead_notes;
 pub mod leads;
 pub mod marketplace;
@@ -61,6 +62,42 @@ use crate::error::{ApiError, ApiResult};
 
 mod embedded {
     refinery::embed_migrations!("migrations/sqlite");
+}
+
+/// Runs the pending migrations with foreign keys off, as SQLite's procedure for schema
+/// changes asks: a migration that rebuilds a table others reference (V41 rebuilds `leads`,
+/// `users` and `genies`) would otherwise delete every referencing row by cascade when it drops
+/// the old table. `PRAGMA foreign_keys` does nothing inside a transaction, so it is set around
+/// the runner, and `foreign_key_check` after it fails the start on any row left pointing
+/// nowhere rather than serve from a database that lost its integrity.
+fn run_migrations(conn: &mut rusqlite::Connection) -> anyhow::Result<()> {
+    conn.execute_batch("PRAGMA foreign_keys = OFF")?;
+    let ran = embedded::migrations::runner().run(conn);
+    // Only after a migration ran: the check reads every row of every table with a foreign
+    // key (seconds at a million leads), too much for each start.
+    let broken: Vec<(String, i64, String)> = match &ran {
+        Ok(report) if !report.applied_migrations().is_empty() => conn
+            .prepare("PRAGMA foreign_key_check")?
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                    r.get(2)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<_>>()?,
+        _ => Vec::new(),
+    };
+    conn.execute_batch("PRAGMA foreign_keys = ON")?;
+    ran?;
+    if let Some((table, rowid, parent)) = broken.first() {
+        anyhow::bail!(
+            "{} row(s) reference a missing parent after the migrations, the first in `{table}` \
+             (rowid {rowid}) pointing into `{parent}`",
+            broken.len()
+        );
+    }
+    Ok(())
 }
 
 /// Applied on every connection; `busy_timeout` first so the others can wait for a lock.
@@ -527,7 +564,7 @@ impl Lite {
         let read_threads = read_threads.unwrap_or_else(default_read_threads).max(1);
         let mut writer = rusqlite::Connection::open(path)?;
         writer.execute_batch(PRAGMAS)?;
-        embedded::migrations::runner().run(&mut writer)?;
+        run_migrations(&mut writer)?;
         writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         leads::register_functions(&writer)?;
         let auth = Arc::new(auth_epoch::EpochWatch::open(path)?);
@@ -584,8 +621,8 @@ impl Lite {
     fn migrate(path: &Path) -> anyhow::Result<Vec<i32>> {
         let mut conn = rusqlite::Connection::open(path)?;
         conn.execute_batch(PRAGMAS)?;
+        run_migrations(&mut conn)?;
         let runner = embedded::migrations::runner();
-        runner.run(&mut conn)?;
         let mut versions: Vec<i32> = runner
             .get_applied_migrations(&mut conn)?
             .iter()

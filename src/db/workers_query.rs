@@ -18,6 +18,9 @@ pub struct Table {
     /// Time columns stored as milliseconds since the epoch (leads, since V40): answered and
     /// compared in the RFC 3339 text every other table stores.
     pub ms_columns: &'static [&'static str],
+    /// Id columns stored as keys (a lead's genie, since V41; db::keys): answered and compared
+    /// as the ids' text.
+    pub key_columns: &'static [&'static str],
 }
 
 impl Table {
@@ -28,12 +31,16 @@ impl Table {
             Sql::Text(s) if self.ms_columns.contains(&col) => super::text_ms(&s)
                 .map(Sql::Integer)
                 .map_err(|_| format!("'{col}' must be an RFC 3339 timestamp")),
+            Sql::Text(s) if self.key_columns.contains(&col) => Ok(super::keys::value(&s)),
             v => Ok(v),
         }
     }
 }
 
-const LEAD_OWNER: &str = "(user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1))";
+/// A lead's genie and user are stored as keys (V41; db::keys): the owner's id is compared
+/// in that form.
+const LEAD_OWNER: &str =
+    "(user_id = genied_key(?1) OR agent_id IN (SELECT key FROM genies WHERE user_id = ?1))";
 
 pub const TABLES: &[Table] = &[
     Table {
@@ -57,6 +64,7 @@ pub const TABLES: &[Table] = &[
         json_columns: &["analysis", "metadata", "tags"],
         owner: "user_id = ?1",
         ms_columns: &[],
+        key_columns: &[],
     },
     Table {
         name: "call_logs",
@@ -74,6 +82,7 @@ pub const TABLES: &[Table] = &[
         json_columns: &[],
         owner: "user_id = ?1",
         ms_columns: &[],
+        key_columns: &[],
     },
     Table {
         name: "leads",
@@ -101,6 +110,7 @@ pub const TABLES: &[Table] = &[
         json_columns: &["address", "metadata"],
         owner: LEAD_OWNER,
         ms_columns: &["created_at", "updated_at"],
+        key_columns: &["agent_id"],
     },
     Table {
         name: "agents",
@@ -121,6 +131,7 @@ pub const TABLES: &[Table] = &[
         json_columns: &[],
         owner: "user_id = ?1",
         ms_columns: &[],
+        key_columns: &[],
     },
     Table {
         name: "lead_activities",
@@ -130,11 +141,11 @@ pub const TABLES: &[Table] = &[
         from: concat!(
             "(SELECT id, lead_id, user_id, type, description, metadata, created_at
               FROM lead_activities WHERE lead_id IN (SELECT id FROM leads WHERE
-                (user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1)))
+                (user_id = genied_key(?1) OR agent_id IN (SELECT key FROM genies WHERE user_id = ?1)))
               UNION ALL ",
             crate::db::leads::created_entry_sql!(),
             " AND ce.id IN (SELECT id FROM leads WHERE
-                (user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1)))
+                (user_id = genied_key(?1) OR agent_id IN (SELECT key FROM genies WHERE user_id = ?1)))
              ) lead_activities"
         ),
         columns: &[
@@ -146,8 +157,9 @@ pub const TABLES: &[Table] = &[
             "created_at",
         ],
         json_columns: &["metadata"],
-        owner: "lead_id IN (SELECT id FROM leads WHERE (user_id = ?1 OR agent_id IN (SELECT id FROM genies WHERE user_id = ?1)))",
+        owner: "lead_id IN (SELECT id FROM leads WHERE (user_id = genied_key(?1) OR agent_id IN (SELECT key FROM genies WHERE user_id = ?1)))",
         ms_columns: &["created_at"],
+        key_columns: &[],
     },
     Table {
         name: "documents",
@@ -169,6 +181,7 @@ pub const TABLES: &[Table] = &[
         json_columns: &[],
         owner: "user_id = ?1",
         ms_columns: &[],
+        key_columns: &[],
     },
     Table {
         name: "email_logs",
@@ -185,6 +198,7 @@ pub const TABLES: &[Table] = &[
         json_columns: &[],
         owner: "user_id = ?1",
         ms_columns: &[],
+        key_columns: &[],
     },
 ];
 
@@ -255,6 +269,9 @@ pub fn run(c: &Connection, user_id: &str, q: &Query) -> rusqlite::Result<(Vec<Va
                         } else {
                             Value::String(s)
                         }
+                    }
+                    ValueRef::Blob(b) if t.key_columns.contains(col) => {
+                        Value::String(super::keys::text(b))
                     }
                     ValueRef::Blob(_) => Value::Null,
                 };

@@ -329,10 +329,15 @@ async fn the_compact_audit_log_answers_as_the_text_one_did_and_survives_its_migr
     }
 
     // Back to the text columns, one older row added, the migration unapplied: it runs again.
+    // On PostgreSQL the lead keys of V18 go back to text first: V15, which runs again,
+    // compares a lead's creator with its user as text.
     let undo = if app.state.config.postgres_url().is_some() {
-        UNDO_COMPACT_AUDIT_POSTGRES
+        format!(
+            "{}{UNDO_COMPACT_AUDIT_POSTGRES}",
+            crate::leads::UNDO_LEAD_KEYS_POSTGRES
+        )
     } else {
-        UNDO_COMPACT_AUDIT_SQLITE
+        UNDO_COMPACT_AUDIT_SQLITE.to_string()
     };
     app.state
         .db

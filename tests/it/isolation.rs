@@ -805,8 +805,9 @@ async fn table_counts(app: &TestApp, w: &World) -> Vec<i64> {
                 "SELECT COUNT(*) FROM notifications WHERE user_id = ?1 AND ?2 IS NOT NULL",
                 "SELECT COUNT(*) FROM genie_groups WHERE user_id = ?1 AND ?2 IS NOT NULL",
                 "SELECT COUNT(*) FROM document_folders WHERE user_id = ?1 AND ?2 IS NOT NULL",
-                "SELECT COUNT(*) FROM leads WHERE agent_id = ?2 AND ?1 IS NOT NULL",
-                "SELECT COUNT(*) FROM lead_activities WHERE lead_id IN (SELECT id FROM leads WHERE agent_id = ?2) AND ?1 IS NOT NULL",
+                // A lead keeps its genie's key (V41).
+                "SELECT COUNT(*) FROM leads WHERE agent_id = genied_key(?2) AND ?1 IS NOT NULL",
+                "SELECT COUNT(*) FROM lead_activities WHERE lead_id IN (SELECT id FROM leads WHERE agent_id = genied_key(?2)) AND ?1 IS NOT NULL",
                 "SELECT COUNT(*) FROM genie_documents WHERE genie_id = ?2 AND ?1 IS NOT NULL",
             ] {
                 v.push(c.query_row(q, [&user, &genie], |r| r.get::<_, i64>(0))?);

@@ -1448,10 +1448,12 @@ async fn the_created_entry_answers_from_the_lead_row_and_survives_its_migration(
     let off = "2000-01-01T00:00:00.000Z";
     {
         let c = rusqlite::Connection::open(&path).unwrap();
+        // The lead's user is stored as its key (V41); the log's user as text.
+        genied::db::keys::register_functions(&c).unwrap();
         c.execute_batch(&format!(
             "PRAGMA busy_timeout = 10000; BEGIN;
              INSERT INTO lead_activities (id, lead_id, user_id, type, description, metadata, created_at)
-               SELECT created_log_id, id, COALESCE(created_by, user_id), 'created', 'Lead created', NULL,
+               SELECT created_log_id, id, COALESCE(created_by, genied_key_text(user_id)), 'created', 'Lead created', NULL,
                       CASE WHEN id = {id3} THEN '{off}' ELSE created_at END
                FROM leads WHERE created_log_id IS NOT NULL;
              ALTER TABLE leads DROP COLUMN created_log_id;
@@ -1516,8 +1518,9 @@ async fn counted(app: &TestApp, user: &User) -> Value {
         .read(move |c| {
             let mut st = c.prepare_cached(
                 "SELECT COALESCE(l.status, ''), COUNT(*) FROM leads l
-                 WHERE l.agent_id IN (SELECT id FROM genies WHERE user_id = ?1
-                                      UNION SELECT genie_id FROM genie_assignments WHERE user_id = ?1)
+                 WHERE l.agent_id IN (SELECT key FROM genies WHERE user_id = ?1
+                                      UNION SELECT g.key FROM genie_assignments a
+                                            JOIN genies g ON g.id = a.genie_id WHERE a.user_id = ?1)
                  GROUP BY 1",
             )?;
             let rows = st
@@ -1931,8 +1934,9 @@ async fn lead_times_in_milliseconds_answer_as_text_did_and_survive_their_migrati
         .db
         .read(move |c| {
             Ok(c.query_row(
-                "SELECT (SELECT SUM(n) FROM lead_rollup WHERE user_id = ?1 AND hour = ?2),
-                        (SELECT SUM(n) FROM lead_rollup_daily WHERE user_id = ?1 AND day = ?3)",
+                // The rollups keep the user's key (V41).
+                "SELECT (SELECT SUM(n) FROM lead_rollup WHERE user_id = genied_key(?1) AND hour = ?2),
+                        (SELECT SUM(n) FROM lead_rollup_daily WHERE user_id = genied_key(?1) AND day = ?3)",
                 genied::db::sql::params![uid, hour, day],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?)
@@ -1960,4 +1964,294 @@ async fn lead_times_in_milliseconds_answer_as_text_did_and_survive_their_migrati
         .await
         .unwrap();
     assert_eq!(rollup_total, 4);
+}
+
+/// The keys of a lead's genie and user as they were stored before migration V41 (PostgreSQL
+/// V18): the ids' text. Each engine's SQL turns the stored keys back into text (the triggers
+/// that would count the change dropped first; V41 and V18 make them again) and unapplies the
+/// migration, which runs again on the next start over text keys, as on a database that never
+/// had it.
+const UNDO_LEAD_KEYS_SQLITE: &str = "
+     DROP TRIGGER lead_counts_au; DROP TRIGGER lead_owner_counts_au; DROP TRIGGER lead_rollup_au;
+     UPDATE leads SET agent_id = genied_key_text(agent_id), user_id = genied_key_text(user_id);
+     UPDATE lead_status_counts SET agent_id = genied_key_text(agent_id), user_id = genied_key_text(user_id);
+     UPDATE lead_rollup SET agent_id = genied_key_text(agent_id), user_id = genied_key_text(user_id);
+     UPDATE lead_rollup_daily SET agent_id = genied_key_text(agent_id), user_id = genied_key_text(user_id);
+     DELETE FROM lead_owner_counts;
+     DELETE FROM refinery_schema_history WHERE version >= 41;";
+pub const UNDO_LEAD_KEYS_POSTGRES: &str = "
+     DROP TRIGGER leads_counted_au ON leads; DROP TRIGGER leads_owner_counted_au ON leads;
+     ALTER TABLE leads DROP CONSTRAINT leads_agent_id_fkey, DROP CONSTRAINT leads_user_id_fkey;
+     ALTER TABLE leads ALTER COLUMN agent_id TYPE text USING genied_key_text(agent_id),
+                       ALTER COLUMN user_id TYPE text USING genied_key_text(user_id);
+     ALTER TABLE leads ADD FOREIGN KEY (agent_id) REFERENCES genies(id) ON DELETE CASCADE,
+                       ADD FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE;
+     CREATE TRIGGER leads_counted_au AFTER UPDATE OF agent_id, user_id, status, created_at ON leads
+         FOR EACH ROW EXECUTE FUNCTION genied_leads_counted();
+     CREATE TRIGGER leads_owner_counted_au AFTER UPDATE OF agent_id, status ON leads
+         FOR EACH ROW EXECUTE FUNCTION genied_lead_owner_counted();
+     ALTER TABLE lead_status_counts ALTER COLUMN agent_id TYPE text USING genied_key_text(agent_id),
+                                    ALTER COLUMN user_id TYPE text USING genied_key_text(user_id);
+     ALTER TABLE lead_rollup ALTER COLUMN agent_id TYPE text USING genied_key_text(agent_id),
+                             ALTER COLUMN user_id TYPE text USING genied_key_text(user_id);
+     ALTER TABLE lead_rollup_daily ALTER COLUMN agent_id TYPE text USING genied_key_text(agent_id),
+                                   ALTER COLUMN user_id TYPE text USING genied_key_text(user_id);
+     DELETE FROM lead_owner_counts;
+     DELETE FROM refinery_schema_history WHERE version >= 18;";
+
+/// How the leads' keys are stored: `(typeof or pg type, length)` of each distinct form.
+async fn stored_keys(app: &TestApp) -> Vec<(String, i64)> {
+    let pg = app.state.config.postgres_url().is_some();
+    app.state
+        .db
+        .read(move |c| {
+            let sql = if pg {
+                "SELECT DISTINCT pg_typeof(agent_id)::text, octet_length(agent_id)::bigint FROM leads
+                 UNION SELECT DISTINCT pg_typeof(user_id)::text, octet_length(user_id)::bigint FROM leads"
+            } else {
+                "SELECT DISTINCT typeof(agent_id), length(agent_id) FROM leads
+                 UNION SELECT DISTINCT typeof(user_id), length(user_id) FROM leads"
+            };
+            let mut st = c.prepare(sql)?;
+            Ok(st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+        .unwrap()
+}
+
+/// A lead keeps its genie's and user's ids as 16-byte keys (V41, PostgreSQL V18), about 80
+/// bytes a lead fewer. What the API answers is what the text ids gave: leads, pages, stats
+/// (own and assigned genies), the activity log with its "created" entry, notes, analytics; a
+/// database with text keys answers the same after the migration, which keeps every lead's
+/// notes and log (the rebuild of `leads` must not cascade) and never gives a deleted lead's id
+/// again; and the foreign keys still cascade: a genie's and a user's deletion take their leads
+/// and their counts.
+#[tokio::test]
+async fn lead_keys_in_bytes_answer_as_text_did_and_survive_their_migration() {
+    let app = TestApp::spawn().await;
+    let admin = app.admin().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let og = insert_genie(&app, &other, "Other's").await;
+    let mut ids = Vec::new();
+    for name in ["One", "Two", "Three"] {
+        let l = new_lead(&app, &u, json!({"agent_id": g, "name": name})).await;
+        ids.push(l["id"].as_i64().unwrap());
+    }
+    // A lead the admin made for `u` (its creator is not its user), and one of `other`'s.
+    let by_admin = new_lead(
+        &app,
+        &admin,
+        json!({"agent_id": g, "user_id": u.id, "name": "Four"}),
+    )
+    .await;
+    ids.push(by_admin["id"].as_i64().unwrap());
+    let others = new_lead(&app, &other, json!({"agent_id": og, "name": "Theirs"})).await;
+    app.call(
+        &u.token,
+        "genies",
+        "assign",
+        Some(json!(g)),
+        json!({"userId": other.id}),
+    )
+    .await
+    .ok(200);
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(ids[0])),
+        json!({"status": "qualified"}),
+    )
+    .await
+    .ok(200);
+    app.call(
+        &u.token,
+        "leads",
+        "log",
+        Some(json!(ids[1])),
+        json!({"type": "call", "description": "first call"}),
+    )
+    .await
+    .ok(201);
+    app.call(
+        &u.token,
+        "lead-notes",
+        "create",
+        None,
+        json!({"leadId": ids[1], "content": "call back on Monday"}),
+    )
+    .await
+    .ok(201);
+    // The newest lead goes: its id must never come back.
+    let newest = new_lead(&app, &u, json!({"agent_id": g, "name": "Gone"})).await;
+    let newest = newest["id"].as_i64().unwrap();
+    app.call(&u.token, "leads", "delete", Some(json!(newest)), json!({}))
+        .await
+        .ok(200);
+
+    async fn answers(app: &TestApp, u: &User, ids: &[i64]) -> Value {
+        let mut out = json!({});
+        for id in ids {
+            let got = app
+                .call(&u.token, "leads", "get", Some(json!(id)), json!({}))
+                .await;
+            out[format!("get {id}")] = got.ok(200)["lead"].clone();
+            out[format!("logs {id}")] = logs_of(app, u, *id).await;
+        }
+        for data in [
+            json!({"limit": 50}),
+            json!({"limit": 50, "filters": {"status": "new"}}),
+            json!({"limit": 50, "filters": {"priority": "medium"}}),
+        ] {
+            let all = app.call(&u.token, "leads", "all", None, data.clone()).await;
+            out[format!("all {data}")] = all.ok(200).clone();
+        }
+        out["stats"] = app
+            .call(&u.token, "leads", "stats", None, json!({}))
+            .await
+            .ok(200)
+            .clone();
+        out["notes"] = app
+            .call(
+                &u.token,
+                "lead-notes",
+                "all",
+                None,
+                json!({"leadId": ids[1]}),
+            )
+            .await
+            .ok(200)
+            .clone();
+        out["analytics"] = app
+            .call(
+                &u.token,
+                "analytics",
+                "overview",
+                None,
+                json!({"dateRange": "7d"}),
+            )
+            .await
+            .ok(200)
+            .clone();
+        out
+    }
+    let before = answers(&app, &u, &ids).await;
+    assert_eq!(before["stats"]["stats"]["total"], json!(4), "{before}");
+    let four = &before[format!("get {}", ids[3])];
+    assert_eq!(
+        (&four["user_id"], &four["agent_id"]),
+        (&json!(u.id), &json!(g))
+    );
+    let created = &before[format!("logs {}", ids[3])];
+    let created = created.as_array().unwrap().last().unwrap();
+    assert_eq!(created["user_id"], json!(admin.id), "{created}");
+    // A user assigned to a genie counts and lists its leads with their own.
+    assert_eq!(other_sees_assigned(&app, &other).await, (5, 5));
+
+    let log_entries = app.count("lead_activities").await;
+    assert!(log_entries >= 1);
+    let pg = app.state.config.postgres_url().is_some();
+    let bytes = if pg { "bytea" } else { "blob" };
+    assert_eq!(stored_keys(&app).await, vec![(bytes.to_string(), 16)]);
+
+    // Back to text keys, the migration unapplied; the next start runs it again.
+    let undo = if pg {
+        UNDO_LEAD_KEYS_POSTGRES
+    } else {
+        UNDO_LEAD_KEYS_SQLITE
+    };
+    if pg {
+        app.state
+            .db
+            .write(move |c| Ok(c.execute_batch(undo)?))
+            .await
+            .unwrap();
+    } else {
+        // On a connection of its own: the rewrite needs foreign keys off, as the migration
+        // runner has them, which a transaction cannot change.
+        let c = rusqlite::Connection::open(app.dir.path().join("genied.db")).unwrap();
+        genied::db::keys::register_functions(&c).unwrap();
+        c.execute_batch(&format!(
+            "PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = OFF; BEGIN IMMEDIATE; {undo} COMMIT;"
+        ))
+        .unwrap();
+    }
+    assert_eq!(stored_keys(&app).await, vec![("text".to_string(), 36)]);
+    let app = app.restart().await;
+    assert_eq!(stored_keys(&app).await, vec![(bytes.to_string(), 16)]);
+    assert_eq!(answers(&app, &u, &ids).await, before);
+    assert_eq!(other_sees_assigned(&app, &other).await, (5, 5));
+    assert_eq!(app.count("lead_notes").await, 1);
+    assert_eq!(app.count("lead_activities").await, log_entries);
+
+    // A new lead gets an id past the deleted newest one.
+    let next = new_lead(&app, &u, json!({"agent_id": g, "name": "Next"})).await;
+    assert!(
+        next["id"].as_i64().unwrap() > newest,
+        "{next} after {newest}"
+    );
+
+    // Deleting a user takes their leads by the user's key: their own genie's, and one on
+    // `u`'s genie (the foreign key's cascade, not the genie's trigger).
+    let on_g = new_lead(
+        &app,
+        &admin,
+        json!({"agent_id": g, "user_id": other.id, "name": "Other's on G"}),
+    )
+    .await;
+    let leads_before = app.count("leads").await;
+    app.call(
+        &admin.token,
+        "users",
+        "delete",
+        Some(json!(other.id)),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    assert_eq!(app.count("leads").await, leads_before - 2);
+    for gone in [&others["id"], &on_g["id"]] {
+        app.call(&admin.token, "leads", "get", Some(gone.clone()), json!({}))
+            .await
+            .err(404, "NOT_FOUND");
+    }
+    // Deleting the genie takes its leads, their notes and log, and their counts.
+    app.call(&u.token, "genies", "delete", Some(json!(g)), json!({}))
+        .await
+        .ok(200);
+    let stats = app.call(&u.token, "leads", "stats", None, json!({})).await;
+    assert_eq!(stats.ok(200)["stats"]["total"], json!(0));
+    assert_eq!(app.count("leads").await, 0);
+    assert_eq!(app.count("lead_notes").await, 0);
+    assert_eq!(app.count("lead_activities").await, 0);
+    let left: f64 = app
+        .state
+        .db
+        .read(|c| {
+            let sql = "SELECT (SELECT TOTAL(n) FROM lead_status_counts)
+                            + (SELECT TOTAL(n) FROM lead_owner_counts)
+                            + (SELECT TOTAL(n) FROM lead_rollup)";
+            Ok(c.query_row(sql, [], |r| r.get(0))?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(left, 0.0);
+}
+
+/// How many leads `other` counts and lists (their own genie's and the one assigned to them).
+async fn other_sees_assigned(app: &TestApp, other: &User) -> (i64, i64) {
+    let stats = app
+        .call(&other.token, "leads", "stats", None, json!({}))
+        .await;
+    let all = app
+        .call(&other.token, "leads", "all", None, json!({"limit": 50}))
+        .await;
+    (
+        stats.ok(200)["stats"]["total"].as_i64().unwrap(),
+        all.ok(200)["leads"].as_array().unwrap().len() as i64,
+    )
 }

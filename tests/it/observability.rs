@@ -852,7 +852,8 @@ async fn seed_lead(app: &TestApp, user: &str, genie: &str, created: &str, status
         .db
         .write(move |c| {
             c.execute(
-                "INSERT INTO leads (agent_id, user_id, name, status, created_at) VALUES (?1, ?2, 'L', ?3, ?4)",
+                "INSERT INTO leads (agent_id, user_id, name, status, created_at)
+                 VALUES (genied_key(?1), genied_key(?2), 'L', ?3, ?4)",
                 // Lead times are stored as milliseconds (V40).
                 rusqlite::params![genie, user, status, genied::db::text_ms(&created)?],
             )?;

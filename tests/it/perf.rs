@@ -570,7 +570,7 @@ async fn leads_cursor_pages_walk_every_match_once() {
                 let at: i64 = 1_767_225_600_000 + k / 4;
                 c.execute(
                     "INSERT INTO leads (agent_id, user_id, name, status, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                     VALUES (genied_key(?1), genied_key(?2), ?3, ?4, ?5, ?5)",
                     rusqlite::params![gid, uid, format!("L{k}"), status, at],
                 )?;
             }

@@ -479,7 +479,8 @@ async fn insert_genie_and_lead(app: &TestApp, user: &str, lead_name: &str) {
                 rusqlite::params![gid, u, now],
             )?;
             c.execute(
-                "INSERT INTO leads (agent_id, user_id, name, email, status, created_at) VALUES (?1, ?2, ?3, 'x@example.test', 'new', ?4)",
+                "INSERT INTO leads (agent_id, user_id, name, email, status, created_at)
+                 VALUES (genied_key(?1), genied_key(?2), ?3, 'x@example.test', 'new', ?4)",
                 rusqlite::params![gid, u, n, genied::db::now_ms()],
             )?;
             Ok(())
