@@ -7,8 +7,8 @@
 //! the lead's foreign keys point at. In SQL, `genied_key(text)` makes the form from an id and
 //! `genied_key_text(bytes)` the id from the form, on both engines: PostgreSQL functions of
 //! migration V18, and on SQLite the scalar functions [`register_functions`] adds to every
-//! connection (the schema itself uses only built-in SQL, so the `sqlite3` shell can read and
-//! write the database).
+//! connection (the schema itself uses only built-in SQL, so a `sqlite3` shell of 3.41 or
+//! later, which has `unhex`, can read and write the database).
 
 use rusqlite::ToSql;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
