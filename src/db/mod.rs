@@ -799,15 +799,34 @@ impl Lite {
         // the service's `temp_store = MEMORY` that would hold the whole database in RAM.
         conn.execute_batch("PRAGMA temp_store = FILE; VACUUM; PRAGMA temp_store = MEMORY;")?;
         // The copy back went through the WAL: the file shrinks when it is checkpointed.
-        let (busy, _, _): (i64, i64, i64) =
-            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?;
-        if busy != 0 {
-            anyhow::bail!(
+        // While another connection runs a checkpoint of its own (a `serve` that just stopped
+        // writing, a backup), TRUNCATE answers busy at once, without its busy handler: that
+        // one takes milliseconds, so it is asked again, for five seconds in all (a reader
+        // holding the WAL makes each ask wait out the busy timeout: once is enough then).
+        // `Err(())` is busy; a failed statement ends the retries as `Ok(Err(e))`.
+        use backon::BlockingRetryable;
+        let truncate = || match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        }) {
+            Ok(0) => Ok(Ok(())),
+            Ok(_) => Err(()),
+            Err(e) => Ok(Err(e)),
+        };
+        let every = backon::ConstantBuilder::default()
+            .with_delay(std::time::Duration::from_millis(50))
+            .without_max_times();
+        let started = std::time::Instant::now();
+        let retried = truncate
+            .retry(every)
+            .sleep(std::thread::sleep)
+            .when(|_| started.elapsed() < std::time::Duration::from_secs(5))
+            .call();
+        match retried {
+            Ok(done) => done?,
+            Err(()) => anyhow::bail!(
                 "vacuumed, but another connection kept the WAL from being checkpointed; \
                  the file shrinks at the service's next checkpoint"
-            );
+            ),
         }
         let (bytes_after, _) = size(&conn)?;
         Ok(Vacuumed {
