@@ -514,45 +514,18 @@ pub fn search(
     genie_id: Option<&str>,
     limit: i64,
 ) -> rusqlite::Result<Vec<Hit>> {
-    let (cond, vis) = scope.visible();
+    let (_, vis) = scope.visible();
     let mut p: Vec<SqlValue> = vec![SqlValue::Text(readable_match(scope, fts))];
     p.extend(vis);
-    let mut genie_cond = String::new();
     if let Some(g) = genie_id {
-        genie_cond =
-            " AND d.id IN (SELECT document_id FROM genie_documents WHERE genie_id = ?)".into();
         p.push(SqlValue::Text(g.to_string()));
     }
     p.push(SqlValue::Integer(limit));
     if c.is_postgres() {
         p[0] = SqlValue::Text(pg_tsquery(fts));
     }
-    // PostgreSQL: a tsvector column kept by the database, ranked by ts_rank (negated, so
-    // that lower is better as bm25's rank is).
-    let sql = if c.is_postgres() {
-        format!(
-            "SELECT d.id, d.name, ch.seq,
-                    ts_headline('english', ch.content, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=4'),
-                    ch.content, -ts_rank(ch.tsv, q) AS rank
-             FROM document_chunks ch CROSS JOIN to_tsquery('english', ?) q
-             JOIN documents d ON d.id = ch.document_id
-             WHERE ch.tsv @@ q AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
-             ORDER BY rank, ch.id LIMIT ?"
-        )
-    } else {
-        // bm25's weights: the words' column counts, the readers tokens (matched by every
-        // candidate alike) do not.
-        format!(
-        "SELECT d.id, d.name, ch.seq, snippet(document_chunks_fts, 0, '[', ']', '…', 16), ch.content,
-                bm25(document_chunks_fts, 1.0, 0.0) AS rank
-         FROM document_chunks_fts
-         JOIN document_chunks ch ON ch.id = document_chunks_fts.rowid
-         JOIN documents d ON d.id = ch.document_id
-         WHERE document_chunks_fts MATCH ? AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
-         ORDER BY rank, ch.id LIMIT ?"
-        )
-    };
-    let mut st = c.prepare(&sql)?;
+    let sql = search_sql(c.is_postgres(), scope, genie_id.is_some());
+    let mut st = c.prepare_cached(&sql)?;
     st.query_map(params_from_iter(p), |r| {
         Ok(Hit {
             document_id: r.get(0)?,
@@ -564,6 +537,53 @@ pub fn search(
         })
     })?
     .collect()
+}
+
+/// The SQL of [`search`] for a scope, with or without the genie's condition. Its parameters:
+/// the query, the scope's, the genie's id when asked, the limit.
+pub fn search_sql(postgres: bool, scope: &Scope, genie: bool) -> String {
+    let (cond, _) = scope.visible();
+    let genie_cond = if genie {
+        " AND d.id IN (SELECT document_id FROM genie_documents WHERE genie_id = ?)"
+    } else {
+        ""
+    };
+    // PostgreSQL: a tsvector column kept by the database, ranked by ts_rank (negated, so
+    // that lower is better as bm25's rank is).
+    if postgres {
+        format!(
+            "SELECT d.id, d.name, ch.seq,
+                    ts_headline('english', ch.content, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=4'),
+                    ch.content, -ts_rank(ch.tsv, q) AS rank
+             FROM document_chunks ch CROSS JOIN to_tsquery('english', ?) q
+             JOIN documents d ON d.id = ch.document_id
+             WHERE ch.tsv @@ q AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
+             ORDER BY rank, ch.id LIMIT ?"
+        )
+    } else {
+        // bm25's weights: the words' column counts, the readers tokens (matched by every
+        // candidate alike) do not. Every match is ranked and checked, so `top` reads only
+        // the two covering indexes of V42 for it (a chunk's row holds its text); the rows,
+        // and the snippet (which reads the text again), are fetched for the best few alone.
+        format!(
+        "WITH top AS (
+             SELECT document_chunks_fts.rowid AS rid, bm25(document_chunks_fts, 1.0, 0.0) AS rank
+             FROM document_chunks_fts
+             JOIN document_chunks ch INDEXED BY document_chunks_document_of
+                 ON ch.id = document_chunks_fts.rowid
+             JOIN documents d INDEXED BY documents_readable ON d.id = ch.document_id
+             WHERE document_chunks_fts MATCH ?1 AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
+             ORDER BY rank, rid LIMIT ?)
+         SELECT d.id, d.name, ch.seq, snippet(document_chunks_fts, 0, '[', ']', '…', 16), ch.content,
+                top.rank
+         FROM top
+         CROSS JOIN document_chunks_fts ON document_chunks_fts.rowid = top.rid
+         JOIN document_chunks ch ON ch.id = top.rid
+         JOIN documents d ON d.id = ch.document_id
+         WHERE document_chunks_fts MATCH ?1
+         ORDER BY top.rank, top.rid"
+        )
+    }
 }
 
 /// Every file hash a document names (original and extracted text): the files that must stay.

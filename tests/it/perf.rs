@@ -881,3 +881,69 @@ async fn the_search_indexer_looks_leads_up_by_id_instead_of_walking_the_table() 
         .unwrap();
     assert_eq!(found, 2);
 }
+
+/// A knowledge-base search ranks every chunk its words match; for each it reads only the
+/// covering indexes of V42 (which document, and may the caller read it), never the chunk's
+/// row with its text nor the document's, and fetches rows and snippets for the best few
+/// after ranking. Plans on the service's own schema, without statistics; INDEXED BY makes
+/// a dropped index an error, not a slow plan.
+#[tokio::test]
+async fn a_document_search_checks_each_match_through_the_covering_indexes() {
+    if postgres::skip("the full-text index and these plans are SQLite's") {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let user = app.standard().await;
+    let c = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
+    for (all, genie) in [(false, false), (false, true), (true, false)] {
+        let scope = db::documents::Scope {
+            user_id: user.id.clone(),
+            all,
+        };
+        let sql = db::documents::search_sql(false, &scope, genie);
+        let mut params: Vec<rusqlite::types::Value> =
+            vec!["content : (\"refund\")".to_string().into()];
+        if !all {
+            params.push(user.id.clone().into());
+        }
+        if genie {
+            params.push("g".to_string().into());
+        }
+        params.push(10i64.into());
+        let plan: Vec<String> = c
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map(rusqlite::params_from_iter(params), |r| {
+                r.get::<_, String>(3)
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let ranked = plan
+            .iter()
+            .position(|s| s == "SCAN top")
+            .unwrap_or_else(|| panic!("the best few are not joined after ranking: {plan:?}"));
+        let (rank, best) = plan.split_at(ranked);
+        // With the genie's condition, SQLite also checks the chunk's document in the index.
+        for line in [
+            "SEARCH ch USING COVERING INDEX document_chunks_document_of (id=?",
+            "SEARCH d USING COVERING INDEX documents_readable (id=?",
+        ] {
+            assert!(
+                rank.iter().any(|s| s.starts_with(line)),
+                "{line} not in {plan:?}"
+            );
+        }
+        assert!(
+            rank.iter()
+                .filter(|s| s.starts_with("SEARCH ch") || s.starts_with("SEARCH d "))
+                .all(|s| s.contains("COVERING INDEX")),
+            "a match reads a row: {plan:?}"
+        );
+        assert!(
+            best.iter()
+                .any(|s| s.starts_with("SEARCH ch USING INTEGER PRIMARY KEY")),
+            "{plan:?}"
+        );
+    }
+}
