@@ -562,25 +562,25 @@ pub fn search_sql(postgres: bool, scope: &Scope, genie: bool) -> String {
         )
     } else {
         // bm25's weights: the words' column counts, the readers tokens (matched by every
-        // candidate alike) do not. Every match is ranked and checked, so `top` reads only
-        // the two covering indexes of V42 for it (a chunk's row holds its text); the rows,
-        // and the snippet (which reads the text again), are fetched for the best few alone.
+        // candidate alike) do not. Every match is ranked and checked, so `top` asks the
+        // two covering indexes of V42 whose it is and who may read it (a chunk's row holds
+        // its text), and carries its rank and snippet only; the rows' text and names are
+        // read for the best few alone (in one query, they went through the sort for every
+        // match).
         format!(
         "WITH top AS (
-             SELECT document_chunks_fts.rowid AS rid, bm25(document_chunks_fts, 1.0, 0.0) AS rank
+             SELECT document_chunks_fts.rowid AS rid, bm25(document_chunks_fts, 1.0, 0.0) AS rank,
+                    snippet(document_chunks_fts, 0, '[', ']', '…', 16) AS snip
              FROM document_chunks_fts
              JOIN document_chunks ch INDEXED BY document_chunks_document_of
                  ON ch.id = document_chunks_fts.rowid
              JOIN documents d INDEXED BY documents_readable ON d.id = ch.document_id
-             WHERE document_chunks_fts MATCH ?1 AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
+             WHERE document_chunks_fts MATCH ? AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
              ORDER BY rank, rid LIMIT ?)
-         SELECT d.id, d.name, ch.seq, snippet(document_chunks_fts, 0, '[', ']', '…', 16), ch.content,
-                top.rank
+         SELECT d.id, d.name, ch.seq, top.snip, ch.content, top.rank
          FROM top
-         CROSS JOIN document_chunks_fts ON document_chunks_fts.rowid = top.rid
          JOIN document_chunks ch ON ch.id = top.rid
          JOIN documents d ON d.id = ch.document_id
-         WHERE document_chunks_fts MATCH ?1
          ORDER BY top.rank, top.rid"
         )
     }
