@@ -564,9 +564,9 @@ pub fn search_sql(postgres: bool, scope: &Scope, genie: bool) -> String {
         // bm25's weights: the words' column counts, the readers tokens (matched by every
         // candidate alike) do not. Every match is ranked and checked, so `top` asks the
         // two covering indexes of V42 whose it is and who may read it (a chunk's row holds
-        // its text), and carries its rank and snippet only; the rows' text and names are
-        // read for the best few alone (in one query, they went through the sort for every
-        // match).
+        // its text) and carries only its rank and snippet (which reads the text through the
+        // index's content view); the answer's text and names are read for the best few
+        // (in one query they went through the sort with every match).
         format!(
         "WITH top AS (
              SELECT document_chunks_fts.rowid AS rid, bm25(document_chunks_fts, 1.0, 0.0) AS rank,

@@ -882,11 +882,11 @@ async fn the_search_indexer_looks_leads_up_by_id_instead_of_walking_the_table() 
     assert_eq!(found, 2);
 }
 
-/// A knowledge-base search ranks every chunk its words match; for each it reads only the
-/// covering indexes of V42 (which document, and may the caller read it), never the chunk's
-/// row with its text nor the document's, and fetches rows and snippets for the best few
-/// after ranking. Plans on the service's own schema, without statistics; INDEXED BY makes
-/// a dropped index an error, not a slow plan.
+/// A knowledge-base search ranks every chunk its words match; to decide whether a match
+/// counts it reads only the covering indexes of V42 (which document, and may the caller read
+/// it), never the chunk's row nor the document's, and reads those rows for the best few
+/// after ranking. Plans on the service's own schema, without statistics; INDEXED BY makes a
+/// dropped index an error, not a slow plan.
 #[tokio::test]
 async fn a_document_search_checks_each_match_through_the_covering_indexes() {
     if postgres::skip("the full-text index and these plans are SQLite's") {
