@@ -777,6 +777,16 @@ async fn conversations_cursor_pages_walk_every_readable_one_once() {
         .err(400, "VALIDATION_ERROR");
 }
 
+/// SQLite's plan for `sql` with `params` bound: the detail of each step, in order.
+fn query_plan(c: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
+    c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map(params, |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// The search indexer's batch walks the pending leads and looks each lead up by id, and the
 /// new leads as a range of ids past the watermark; it never walks `leads` itself, whose size
 /// it would then cost on every batch (a join's range on the pending ids was carried over to
@@ -803,13 +813,7 @@ async fn the_search_indexer_looks_leads_up_by_id_instead_of_walking_the_table() 
         .ok(201);
     }
     let c = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
-    let plan: Vec<String> = c
-        .prepare(&format!("EXPLAIN QUERY PLAN {}", db::leads::INDEX_PENDING))
-        .unwrap()
-        .query_map([i64::MAX], |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let plan = query_plan(&c, db::leads::INDEX_PENDING, [i64::MAX]);
     assert!(
         plan.iter()
             .any(|s| s == "SEARCH l USING INTEGER PRIMARY KEY (rowid=?)"),
@@ -829,17 +833,15 @@ async fn the_search_indexer_looks_leads_up_by_id_instead_of_walking_the_table() 
     // A search of every lead (an admin's listing) looks its candidates up by id, new and
     // renamed ones included, rather than walking the leads in time order and asking each.
     db::leads::register_functions(&c).unwrap();
-    let plan: Vec<String> = c
-        .prepare(&format!(
-            "EXPLAIN QUERY PLAN SELECT l.id FROM leads l WHERE {}
+    let plan = query_plan(
+        &c,
+        &format!(
+            "SELECT l.id FROM leads l WHERE {}
              AND genied_icontains(l.name, ?) ORDER BY l.created_at DESC, l.id DESC LIMIT 50",
             db::leads::SEARCH_CANDIDATES
-        ))
-        .unwrap()
-        .query_map(["\"uil\"", "uil"], |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+        ),
+        ["\"uil\"", "uil"],
+    );
     assert_eq!(
         plan.first().map(String::as_str),
         Some("MULTI-INDEX OR"),
@@ -852,13 +854,7 @@ async fn the_search_indexer_looks_leads_up_by_id_instead_of_walking_the_table() 
         "{plan:?}"
     );
     // New leads (V39): the range past the watermark, never the table before it.
-    let plan: Vec<String> = c
-        .prepare(&format!("EXPLAIN QUERY PLAN {}", db::leads::INDEX_NEW))
-        .unwrap()
-        .query_map([0, i64::MAX], |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let plan = query_plan(&c, db::leads::INDEX_NEW, [0, i64::MAX]);
     assert_eq!(
         plan,
         ["SEARCH leads USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"],
@@ -910,15 +906,7 @@ async fn a_document_search_checks_each_match_through_the_covering_indexes() {
             params.push("g".to_string().into());
         }
         params.push(10i64.into());
-        let plan: Vec<String> = c
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .unwrap()
-            .query_map(rusqlite::params_from_iter(params), |r| {
-                r.get::<_, String>(3)
-            })
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let plan = query_plan(&c, &sql, rusqlite::params_from_iter(params));
         let ranked = plan
             .iter()
             .position(|s| s == "SCAN top")
