@@ -177,10 +177,11 @@ pub fn fts_query(text: &str) -> Option<String> {
 }
 
 /// The SQLite FTS5 query for `words` (an FTS5 expression) among the chunks `scope` reads.
-/// The index's `readers` column (migration V36) holds each chunk's owner token and `pub` for
-/// a public document, so FTS5 leaves other users' chunks out before anything is ranked; the
-/// SQL's own conditions on `documents` still decide, the tokens only narrow the candidates.
-/// `content :` keeps the words from matching the tokens.
+/// The index's `readers` column (migrations V36, V43) holds, while a chunk's document is
+/// completed and active, its owner's token and `pub` for a public document, so FTS5 leaves
+/// out other users' chunks and those of documents no one may search before anything is
+/// ranked. A user's search ranks on the tokens alone; its answered rows are checked against
+/// `documents` again ([`search_sql`]). `content :` keeps the words from matching the tokens.
 fn readable_match(scope: &Scope, words: &str) -> String {
     if scope.all {
         format!("content : ({words})")
@@ -514,6 +515,9 @@ pub fn search(
     genie_id: Option<&str>,
     limit: i64,
 ) -> rusqlite::Result<Vec<Hit>> {
+    if tokens_decide(c.is_postgres(), scope) {
+        return search_by_tokens(c, scope, fts, genie_id, limit);
+    }
     let (_, vis) = scope.visible();
     let mut p: Vec<SqlValue> = vec![SqlValue::Text(readable_match(scope, fts))];
     p.extend(vis);
@@ -539,10 +543,96 @@ pub fn search(
     .collect()
 }
 
+/// [`search`] in a user's scope on SQLite: the best chunks by the full-text index alone
+/// ([`search_sql`]: the reader tokens of V43 say which the user may search), then each
+/// answered chunk's row and its document's, checked as every search's are
+/// ([`search_row_sql`]), so that a token that were ever wrong could hide a chunk but never
+/// show one. Two statements: as a subquery of one, the ranking step took every match's
+/// snippet before its sort, not only the best few's (ten times slower at 10,000 documents).
+fn search_by_tokens(
+    c: &Connection,
+    scope: &Scope,
+    fts: &str,
+    genie_id: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Vec<Hit>> {
+    let mut p: Vec<SqlValue> = vec![SqlValue::Text(readable_match(scope, fts))];
+    if let Some(g) = genie_id {
+        p.push(SqlValue::Text(g.to_string()));
+    }
+    p.push(SqlValue::Integer(limit));
+    let ranked: Vec<(i64, f64, String)> = c
+        .prepare_cached(&search_sql(false, scope, genie_id.is_some()))?
+        .query_map(params_from_iter(p), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let (_, vis) = scope.visible();
+    let mut row = c.prepare_cached(&search_row_sql(scope))?;
+    let mut hits = Vec::with_capacity(ranked.len());
+    for (chunk, rank, snippet) in ranked {
+        let mut p = vec![SqlValue::Integer(chunk)];
+        p.extend(vis.iter().cloned());
+        let hit = row
+            .query_row(params_from_iter(p), |r| {
+                Ok(Hit {
+                    document_id: r.get(0)?,
+                    document_name: r.get(1)?,
+                    chunk_index: r.get(2)?,
+                    snippet: snippet.clone(),
+                    content: r.get(3)?,
+                    score: -rank,
+                })
+            })
+            .optional()?;
+        hits.extend(hit);
+    }
+    Ok(hits)
+}
+
+/// The statement that reads and checks one answered chunk of [`search_by_tokens`]: its
+/// parameters, the chunk's id and the scope's.
+pub fn search_row_sql(scope: &Scope) -> String {
+    let (cond, _) = scope.visible();
+    format!(
+        "SELECT d.id, d.name, ch.seq, ch.content
+         FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
+         WHERE ch.id = ? AND {cond} AND d.status = 'completed' AND d.is_active = 1"
+    )
+}
+
+/// Whether the ranking step of [`search`] takes the index's reader tokens (V43) as the
+/// answer to "may the caller search this chunk": SQLite, in a user's scope. No token names
+/// a scope of every user's documents (`all`).
+fn tokens_decide(postgres: bool, scope: &Scope) -> bool {
+    !postgres && !scope.all
+}
+
 /// The SQL of [`search`] for a scope, with or without the genie's condition. Its parameters:
-/// the query, the scope's, the genie's id when asked, the limit.
+/// the query, the scope's, the genie's id when asked, the limit. When the tokens decide
+/// ([`tokens_decide`]) it is the ranking step of [`search_by_tokens`] (chunk id, rank,
+/// snippet), with no parameter of the scope's.
 pub fn search_sql(postgres: bool, scope: &Scope, genie: bool) -> String {
     let (cond, _) = scope.visible();
+    if tokens_decide(postgres, scope) {
+        // The genie's chunk ids are listed once and each match looked up in the list (the
+        // unary `+` keeps SQLite from handing the list to FTS5, which would run the whole
+        // query again for each id). SQLite takes the snippet only of a match that enters
+        // the best few so far.
+        let genie_cond = if genie {
+            " AND +document_chunks_fts.rowid IN (SELECT ch.id FROM genie_documents gd
+                  JOIN document_chunks ch ON ch.document_id = gd.document_id WHERE gd.genie_id = ?)"
+        } else {
+            ""
+        };
+        return format!(
+            "SELECT document_chunks_fts.rowid, bm25(document_chunks_fts, 1.0, 0.0) AS rank,
+                    snippet(document_chunks_fts, 0, '[', ']', '…', 16)
+             FROM document_chunks_fts
+             WHERE document_chunks_fts MATCH ?{genie_cond}
+             ORDER BY rank, document_chunks_fts.rowid LIMIT ?"
+        );
+    }
     let genie_cond = if genie {
         " AND d.id IN (SELECT document_id FROM genie_documents WHERE genie_id = ?)"
     } else {
@@ -561,20 +651,17 @@ pub fn search_sql(postgres: bool, scope: &Scope, genie: bool) -> String {
              ORDER BY rank, ch.id LIMIT ?"
         )
     } else {
-        // bm25's weights: the words' column counts, the readers tokens (matched by every
-        // candidate alike) do not. Every match is ranked and checked, so `top` asks the
-        // two covering indexes of V42 whose it is and who may read it (a chunk's row holds
-        // its text) and carries only its rank and snippet (which reads the text through the
-        // index's content view); the answer's text and names are read for the best few
-        // (in one query they went through the sort with every match).
+        // A scope of every user's documents (no caller's search asks for one today): each
+        // match is checked against its document's row. bm25's weights: the words' column
+        // counts, the readers tokens do not. The answer's text and names are read for the
+        // best few.
         format!(
         "WITH top AS (
              SELECT document_chunks_fts.rowid AS rid, bm25(document_chunks_fts, 1.0, 0.0) AS rank,
                     snippet(document_chunks_fts, 0, '[', ']', '…', 16) AS snip
              FROM document_chunks_fts
-             JOIN document_chunks ch INDEXED BY document_chunks_document_of
-                 ON ch.id = document_chunks_fts.rowid
-             JOIN documents d INDEXED BY documents_readable ON d.id = ch.document_id
+             JOIN document_chunks ch ON ch.id = document_chunks_fts.rowid
+             JOIN documents d ON d.id = ch.document_id
              WHERE document_chunks_fts MATCH ? AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
              ORDER BY rank, rid LIMIT ?)
          SELECT d.id, d.name, ch.seq, top.snip, ch.content, top.rank

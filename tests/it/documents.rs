@@ -1158,6 +1158,31 @@ async fn search_follows_who_may_read_as_documents_turn_public_private_and_go() {
     );
     app.fts_index_is_whole("document_chunks_fts").await;
 
+    // Bob switches the open secret off: no one's search finds it, not even an admin's (whose
+    // search, too, is of their own and public documents); on again, it is back (V43: the
+    // tokens follow `is_active`).
+    let active = |on: bool| json!({"documentIds": [secret.clone()], "updates": {"is_active": on}});
+    app.call(&bob.token, KB, "bulk-update", None, active(false))
+        .await
+        .ok(200);
+    assert_eq!(found(&app, &alice, "zebracorn").await, vec![mine.clone()]);
+    assert_eq!(found(&app, &bob, "zebracorn").await, vec![shared.clone()]);
+    assert!(found(&app, &admin, "zebracorn").await.is_empty());
+    app.fts_index_is_whole("document_chunks_fts").await;
+    app.call(&bob.token, KB, "bulk-update", None, active(true))
+        .await
+        .ok(200);
+    assert_eq!(
+        found(&app, &alice, "zebracorn").await,
+        sorted(&[&mine, &secret])
+    );
+    assert_eq!(
+        found(&app, &bob, "zebracorn").await,
+        sorted(&[&shared, &secret])
+    );
+    assert_eq!(found(&app, &admin, "zebracorn").await, vec![secret.clone()]);
+    app.fts_index_is_whole("document_chunks_fts").await;
+
     // Alice deletes hers; the admin deletes bob with all he owns.
     app.call(&alice.token, KB, "delete", Some(json!(mine)), json!({}))
         .await
