@@ -515,21 +515,31 @@ pub fn search(
     genie_id: Option<&str>,
     limit: i64,
 ) -> rusqlite::Result<Vec<Hit>> {
-    if tokens_decide(c.is_postgres(), scope) {
-        return search_by_tokens(c, scope, fts, genie_id, limit);
-    }
+    let tokens = tokens_decide(c.is_postgres(), scope);
     let (_, vis) = scope.visible();
-    let mut p: Vec<SqlValue> = vec![SqlValue::Text(readable_match(scope, fts))];
-    p.extend(vis);
+    let query = if c.is_postgres() {
+        pg_tsquery(fts)
+    } else {
+        readable_match(scope, fts)
+    };
+    let mut p: Vec<SqlValue> = vec![SqlValue::Text(query)];
+    if !tokens {
+        p.extend(vis.iter().cloned());
+    }
     if let Some(g) = genie_id {
         p.push(SqlValue::Text(g.to_string()));
     }
     p.push(SqlValue::Integer(limit));
-    if c.is_postgres() {
-        p[0] = SqlValue::Text(pg_tsquery(fts));
-    }
     let sql = search_sql(c.is_postgres(), scope, genie_id.is_some());
     let mut st = c.prepare_cached(&sql)?;
+    if tokens {
+        let ranked = st
+            .query_map(params_from_iter(p), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<rusqlite::Result<Vec<(i64, f64, String)>>>()?;
+        return answered_rows(c, scope, &vis, ranked);
+    }
     st.query_map(params_from_iter(p), |r| {
         Ok(Hit {
             document_id: r.get(0)?,
@@ -543,54 +553,43 @@ pub fn search(
     .collect()
 }
 
-/// [`search`] in a user's scope on SQLite: the best chunks by the full-text index alone
-/// ([`search_sql`]: the reader tokens of V43 say which the user may search), then each
-/// answered chunk's row and its document's, checked as every search's are
+/// The second step of [`search`] in a user's scope on SQLite, after the ranking on the
+/// full-text index alone ([`search_sql`]: the reader tokens of V43 say which chunks the user
+/// may search): each answered chunk's row and its document's, checked as every search's are
 /// ([`search_row_sql`]), so that a token that were ever wrong could hide a chunk but never
 /// show one. Two statements: as a subquery of one, the ranking step took every match's
 /// snippet before its sort, not only the best few's (ten times slower at 10,000 documents).
-fn search_by_tokens(
+fn answered_rows(
     c: &Connection,
     scope: &Scope,
-    fts: &str,
-    genie_id: Option<&str>,
-    limit: i64,
+    vis: &[SqlValue],
+    ranked: Vec<(i64, f64, String)>,
 ) -> rusqlite::Result<Vec<Hit>> {
-    let mut p: Vec<SqlValue> = vec![SqlValue::Text(readable_match(scope, fts))];
-    if let Some(g) = genie_id {
-        p.push(SqlValue::Text(g.to_string()));
-    }
-    p.push(SqlValue::Integer(limit));
-    let ranked: Vec<(i64, f64, String)> = c
-        .prepare_cached(&search_sql(false, scope, genie_id.is_some()))?
-        .query_map(params_from_iter(p), |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let (_, vis) = scope.visible();
     let mut row = c.prepare_cached(&search_row_sql(scope))?;
     let mut hits = Vec::with_capacity(ranked.len());
     for (chunk, rank, snippet) in ranked {
         let mut p = vec![SqlValue::Integer(chunk)];
         p.extend(vis.iter().cloned());
-        let hit = row
+        let found = row
             .query_row(params_from_iter(p), |r| {
-                Ok(Hit {
-                    document_id: r.get(0)?,
-                    document_name: r.get(1)?,
-                    chunk_index: r.get(2)?,
-                    snippet: snippet.clone(),
-                    content: r.get(3)?,
-                    score: -rank,
-                })
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
             .optional()?;
-        hits.extend(hit);
+        if let Some((document_id, document_name, chunk_index, content)) = found {
+            hits.push(Hit {
+                document_id,
+                document_name,
+                chunk_index,
+                snippet,
+                content,
+                score: -rank,
+            });
+        }
     }
     Ok(hits)
 }
 
-/// The statement that reads and checks one answered chunk of [`search_by_tokens`]: its
+/// The statement that reads and checks one answered chunk of [`search`] ([`answered_rows`]): its
 /// parameters, the chunk's id and the scope's.
 pub fn search_row_sql(scope: &Scope) -> String {
     let (cond, _) = scope.visible();
@@ -610,7 +609,7 @@ fn tokens_decide(postgres: bool, scope: &Scope) -> bool {
 
 /// The SQL of [`search`] for a scope, with or without the genie's condition. Its parameters:
 /// the query, the scope's, the genie's id when asked, the limit. When the tokens decide
-/// ([`tokens_decide`]) it is the ranking step of [`search_by_tokens`] (chunk id, rank,
+/// ([`tokens_decide`]) it is the ranking step of [`search`] (chunk id, rank,
 /// snippet), with no parameter of the scope's.
 pub fn search_sql(postgres: bool, scope: &Scope, genie: bool) -> String {
     let (cond, _) = scope.visible();
