@@ -176,20 +176,34 @@ pub fn fts_query(text: &str) -> Option<String> {
     Some(words.join(" "))
 }
 
-/// The SQLite FTS5 query for `words` (an FTS5 expression) among the chunks `scope` reads.
-/// The index's `readers` column (migrations V36, V43) holds, while a chunk's document is
-/// completed and active, its owner's token and `pub` for a public document, so FTS5 leaves
-/// out other users' chunks and those of documents no one may search before anything is
-/// ranked. A user's search ranks on the tokens alone; its answered rows are checked against
-/// `documents` again ([`search_sql`]). `content :` keeps the words from matching the tokens.
-fn readable_match(scope: &Scope, words: &str) -> String {
+/// The owner's reader token of the index's `readers` column (migrations V36, V43, V44):
+/// `u` and the hex of the owner's id, one token whatever characters the id has.
+fn owner_token(user_id: &str) -> String {
+    format!("u{}", hex::encode_upper(user_id))
+}
+
+/// The SQLite FTS5 query of a search for `words` (an FTS5 expression) among the chunks
+/// `user_id` may search. While a chunk's document is completed and active, the index's
+/// `readers` column holds its owner's token and `pub` for a public document, so FTS5 leaves
+/// out other users' chunks and those no one may search before anything is ranked; the
+/// answered rows are still checked against `documents` ([`search_row_sql`]). `content :`
+/// keeps the words from matching the tokens.
+fn searched_match(user_id: &str, words: &str) -> String {
+    let owner = owner_token(user_id);
+    format!("readers : (\"{owner}\" OR \"pub\") AND content : ({words})")
+}
+
+/// The SQLite FTS5 query of a list's content search for `words` among the chunks `scope`
+/// lists: a user's own and public documents' whether searchable or not (a chunk that may
+/// not be searched has the same tokens with an `x` in front, V44), everything for an admin.
+fn listed_match(scope: &Scope, words: &str) -> String {
     if scope.all {
-        format!("content : ({words})")
-    } else {
-        // 'u' || hex(user_id) in the view: one token, whatever characters the id has.
-        let owner = hex::encode_upper(&scope.user_id);
-        format!("readers : (\"u{owner}\" OR \"pub\") AND content : ({words})")
+        return format!("content : ({words})");
     }
+    let owner = owner_token(&scope.user_id);
+    format!(
+        "readers : (\"{owner}\" OR \"pub\" OR \"x{owner}\" OR \"xpub\") AND content : ({words})"
+    )
 }
 
 /// An FTS5 query of quoted words (`"a" "b"` all, `"a" OR "b"` any) as a PostgreSQL
@@ -247,7 +261,7 @@ pub fn list(
                         .into(),
                 );
                 p.push(SqlValue::Text(like));
-                p.push(SqlValue::Text(readable_match(scope, &q)));
+                p.push(SqlValue::Text(listed_match(scope, &q)));
             }
             None => {
                 wh.push("d.name LIKE ? ESCAPE '\\'".into());
@@ -506,39 +520,37 @@ pub struct Hit {
     pub score: f64,
 }
 
-/// The best chunks for an FTS query, bm25-ranked, among completed active documents the scope
-/// reads, optionally only those linked to one genie.
+/// The best chunks for an FTS query, bm25-ranked, among the completed active documents
+/// `user_id` reads (theirs and public ones), optionally only those linked to one genie.
+/// Every search is a user's: the API's and page chat's, an admin's included.
 pub fn search(
     c: &Connection,
-    scope: &Scope,
+    user_id: &str,
     fts: &str,
     genie_id: Option<&str>,
     limit: i64,
 ) -> rusqlite::Result<Vec<Hit>> {
-    let tokens = tokens_decide(c.is_postgres(), scope);
-    let (_, vis) = scope.visible();
-    let query = if c.is_postgres() {
-        pg_tsquery(fts)
+    let postgres = c.is_postgres();
+    let mut p: Vec<SqlValue> = if postgres {
+        vec![
+            SqlValue::Text(pg_tsquery(fts)),
+            SqlValue::Text(user_id.to_string()),
+        ]
     } else {
-        readable_match(scope, fts)
+        vec![SqlValue::Text(searched_match(user_id, fts))]
     };
-    let mut p: Vec<SqlValue> = vec![SqlValue::Text(query)];
-    if !tokens {
-        p.extend(vis.iter().cloned());
-    }
     if let Some(g) = genie_id {
         p.push(SqlValue::Text(g.to_string()));
     }
     p.push(SqlValue::Integer(limit));
-    let sql = search_sql(c.is_postgres(), scope, genie_id.is_some());
-    let mut st = c.prepare_cached(&sql)?;
-    if tokens {
+    let mut st = c.prepare_cached(&search_sql(postgres, genie_id.is_some()))?;
+    if !postgres {
         let ranked = st
             .query_map(params_from_iter(p), |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?
             .collect::<rusqlite::Result<Vec<(i64, f64, String)>>>()?;
-        return answered_rows(c, scope, &vis, ranked);
+        return answered_rows(c, user_id, ranked);
     }
     st.query_map(params_from_iter(p), |r| {
         Ok(Hit {
@@ -553,25 +565,22 @@ pub fn search(
     .collect()
 }
 
-/// The second step of [`search`] in a user's scope on SQLite, after the ranking on the
-/// full-text index alone ([`search_sql`]: the reader tokens of V43 say which chunks the user
-/// may search): each answered chunk's row and its document's, checked as every search's are
-/// ([`search_row_sql`]), so that a token that were ever wrong could hide a chunk but never
-/// show one. Two statements: as a subquery of one, the ranking step took every match's
-/// snippet before its sort, not only the best few's (ten times slower at 10,000 documents).
+/// The second step of [`search`] on SQLite, after the ranking on the full-text index alone
+/// ([`search_sql`]: the reader tokens say which chunks the user may search): each answered
+/// chunk's row and its document's, checked as every search's are ([`search_row_sql`]), so
+/// that a token that were ever wrong could hide a chunk but never show one. Two statements:
+/// as a subquery of one, the ranking step took every match's snippet before its sort, not
+/// only the best few's (ten times slower at 10,000 documents).
 fn answered_rows(
     c: &Connection,
-    scope: &Scope,
-    vis: &[SqlValue],
+    user_id: &str,
     ranked: Vec<(i64, f64, String)>,
 ) -> rusqlite::Result<Vec<Hit>> {
-    let mut row = c.prepare_cached(&search_row_sql(scope))?;
+    let mut row = c.prepare_cached(search_row_sql())?;
     let mut hits = Vec::with_capacity(ranked.len());
     for (chunk, rank, snippet) in ranked {
-        let mut p = vec![SqlValue::Integer(chunk)];
-        p.extend(vis.iter().cloned());
         let found = row
-            .query_row(params_from_iter(p), |r| {
+            .query_row(rusqlite::params![chunk, user_id], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
             .optional()?;
@@ -589,87 +598,56 @@ fn answered_rows(
     Ok(hits)
 }
 
-/// The statement that reads and checks one answered chunk of [`search`] ([`answered_rows`]): its
-/// parameters, the chunk's id and the scope's.
-pub fn search_row_sql(scope: &Scope) -> String {
-    let (cond, _) = scope.visible();
-    format!(
-        "SELECT d.id, d.name, ch.seq, ch.content
-         FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
-         WHERE ch.id = ? AND {cond} AND d.status = 'completed' AND d.is_active = 1"
-    )
+/// The statement that reads and checks one answered chunk of [`search`] on SQLite
+/// ([`answered_rows`]): its parameters, the chunk's id and the user's.
+pub fn search_row_sql() -> &'static str {
+    "SELECT d.id, d.name, ch.seq, ch.content
+     FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
+     WHERE ch.id = ? AND (d.user_id = ? OR d.is_public = 1)
+       AND d.status = 'completed' AND d.is_active = 1"
 }
 
-/// Whether the ranking step of [`search`] takes the index's reader tokens (V43) as the
-/// answer to "may the caller search this chunk": SQLite, in a user's scope. No token names
-/// a scope of every user's documents (`all`).
-fn tokens_decide(postgres: bool, scope: &Scope) -> bool {
-    !postgres && !scope.all
-}
-
-/// The SQL of [`search`] for a scope, with or without the genie's condition. Its parameters:
-/// the query, the scope's, the genie's id when asked, the limit. When the tokens decide
-/// ([`tokens_decide`]) it is the ranking step of [`search`] (chunk id, rank,
-/// snippet), with no parameter of the scope's.
-pub fn search_sql(postgres: bool, scope: &Scope, genie: bool) -> String {
-    let (cond, _) = scope.visible();
-    if tokens_decide(postgres, scope) {
-        // The genie's chunk ids are listed once and each match looked up in the list (the
-        // unary `+` keeps SQLite from handing the list to FTS5, which would run the whole
-        // query again for each id). SQLite takes the snippet only of a match that enters
-        // the best few so far.
+/// The SQL of [`search`], with or without the genie's condition. On SQLite the ranking
+/// step (chunk id, rank, snippet); its parameters the FTS5 query ([`searched_match`]), the
+/// genie's id when asked, the limit. On PostgreSQL the whole search; its parameters the
+/// `to_tsquery` text, the user's id, the genie's id when asked, the limit.
+pub fn search_sql(postgres: bool, genie: bool) -> String {
+    if postgres {
         let genie_cond = if genie {
-            " AND +document_chunks_fts.rowid IN (SELECT ch.id FROM genie_documents gd
-                  JOIN document_chunks ch ON ch.document_id = gd.document_id WHERE gd.genie_id = ?)"
+            " AND d.id IN (SELECT document_id FROM genie_documents WHERE genie_id = ?)"
         } else {
             ""
         };
+        // A tsvector column kept by the database, ranked by ts_rank (negated, so that lower
+        // is better as bm25's rank is).
         return format!(
-            "SELECT document_chunks_fts.rowid, bm25(document_chunks_fts, 1.0, 0.0) AS rank,
-                    snippet(document_chunks_fts, 0, '[', ']', '…', 16)
-             FROM document_chunks_fts
-             WHERE document_chunks_fts MATCH ?{genie_cond}
-             ORDER BY rank, document_chunks_fts.rowid LIMIT ?"
-        );
-    }
-    let genie_cond = if genie {
-        " AND d.id IN (SELECT document_id FROM genie_documents WHERE genie_id = ?)"
-    } else {
-        ""
-    };
-    // PostgreSQL: a tsvector column kept by the database, ranked by ts_rank (negated, so
-    // that lower is better as bm25's rank is).
-    if postgres {
-        format!(
             "SELECT d.id, d.name, ch.seq,
                     ts_headline('english', ch.content, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=4'),
                     ch.content, -ts_rank(ch.tsv, q) AS rank
              FROM document_chunks ch CROSS JOIN to_tsquery('english', ?) q
              JOIN documents d ON d.id = ch.document_id
-             WHERE ch.tsv @@ q AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
+             WHERE ch.tsv @@ q AND (d.user_id = ? OR d.is_public = 1)
+               AND d.status = 'completed' AND d.is_active = 1{genie_cond}
              ORDER BY rank, ch.id LIMIT ?"
-        )
-    } else {
-        // A scope of every user's documents (no caller's search asks for one today): each
-        // match is checked against its document's row. bm25's weights: the words' column
-        // counts, the readers tokens do not. The answer's text and names are read for the
-        // best few.
-        format!(
-        "WITH top AS (
-             SELECT document_chunks_fts.rowid AS rid, bm25(document_chunks_fts, 1.0, 0.0) AS rank,
-                    snippet(document_chunks_fts, 0, '[', ']', '…', 16) AS snip
-             FROM document_chunks_fts
-             JOIN document_chunks ch ON ch.id = document_chunks_fts.rowid
-             JOIN documents d ON d.id = ch.document_id
-             WHERE document_chunks_fts MATCH ? AND {cond} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
-             ORDER BY rank, rid LIMIT ?)
-         SELECT d.id, d.name, ch.seq, top.snip, ch.content, top.rank
-         FROM top
-         JOIN document_chunks ch ON ch.id = top.rid
-         JOIN documents d ON d.id = ch.document_id
-         ORDER BY top.rank, top.rid"
-        )
+        );
     }
+    // The genie's chunk ids are listed once and each match looked up in the list (the unary
+    // `+` keeps SQLite from handing the list to FTS5, which would run the whole query again
+    // for each id). SQLite takes the snippet only of a match that enters the best few so
+    // far. bm25's weights: the words' column counts, the reader tokens do not.
+    let genie_cond = if genie {
+        " AND +document_chunks_fts.rowid IN (SELECT ch.id FROM genie_documents gd
+              JOIN document_chunks ch ON ch.document_id = gd.document_id WHERE gd.genie_id = ?)"
+    } else {
+        ""
+    };
+    format!(
+        "SELECT document_chunks_fts.rowid, bm25(document_chunks_fts, 1.0, 0.0) AS rank,
+                snippet(document_chunks_fts, 0, '[', ']', '…', 16)
+         FROM document_chunks_fts
+         WHERE document_chunks_fts MATCH ?{genie_cond}
+         ORDER BY rank, document_chunks_fts.rowid LIMIT ?"
+    )
 }
 
 /// Every file hash a document names (original and extracted text): the files that must stay.

@@ -4,7 +4,7 @@
 use crate::db::sql::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
-use super::documents::{self, Hit, Scope};
+use super::documents::{self, Hit};
 
 /// What the page and its chat use of a genie.
 #[derive(Debug, Clone)]
@@ -266,11 +266,7 @@ pub fn passages(
     let Some(q) = any_word_query(text) else {
         return Ok(Vec::new());
     };
-    let scope = Scope {
-        user_id: genie.user_id.clone(),
-        all: false,
-    };
-    documents::search(c, &scope, &q, Some(&genie.id), limit)
+    documents::search(c, &genie.user_id, &q, Some(&genie.id), limit)
 }
 
 #[cfg(test)]

@@ -1067,6 +1067,27 @@ async fn found(app: &TestApp, u: &User, query: &str) -> Vec<String> {
     ids
 }
 
+/// The ids of the documents `u`'s list finds by `term` (title or content), sorted.
+async fn listed(app: &TestApp, u: &User, term: &str) -> Vec<String> {
+    let r = app
+        .call(
+            &u.token,
+            KB,
+            "all",
+            None,
+            json!({"filters": {"searchTerm": term}}),
+        )
+        .await;
+    let mut ids: Vec<String> = r.ok(200)["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
 async fn set_public(app: &TestApp, u: &User, id: &str, public: bool) {
     app.call(
         &u.token,
@@ -1168,6 +1189,16 @@ async fn search_follows_who_may_read_as_documents_turn_public_private_and_go() {
     assert_eq!(found(&app, &alice, "zebracorn").await, vec![mine.clone()]);
     assert_eq!(found(&app, &bob, "zebracorn").await, vec![shared.clone()]);
     assert!(found(&app, &admin, "zebracorn").await.is_empty());
+    // The list still finds it by its words, as it lists it: a switched-off document is its
+    // owner's, and a public one everyone's, to find and switch on again (V44).
+    assert_eq!(
+        listed(&app, &bob, "secrets bob").await,
+        vec![secret.clone()]
+    );
+    assert_eq!(
+        listed(&app, &alice, "zebracorn").await,
+        sorted(&[&mine, &secret])
+    );
     app.fts_index_is_whole("document_chunks_fts").await;
     app.call(&bob.token, KB, "bulk-update", None, active(true))
         .await

@@ -892,12 +892,8 @@ async fn a_document_search_reads_no_row_per_match() {
     let app = TestApp::spawn().await;
     let user = app.standard().await;
     let c = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
-    let scope = db::documents::Scope {
-        user_id: user.id.clone(),
-        all: false,
-    };
     for genie in [false, true] {
-        let sql = db::documents::search_sql(false, &scope, genie);
+        let sql = db::documents::search_sql(false, genie);
         let mut params: Vec<rusqlite::types::Value> =
             vec!["content : (\"refund\")".to_string().into()];
         if genie {
@@ -926,7 +922,7 @@ async fn a_document_search_reads_no_row_per_match() {
     }
     let plan = query_plan(
         &c,
-        &db::documents::search_row_sql(&scope),
+        db::documents::search_row_sql(),
         rusqlite::params![1i64, user.id],
     );
     assert_eq!(

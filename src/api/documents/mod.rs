@@ -478,20 +478,18 @@ async fn search(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
         .agent_id
         .map(|a| parse_uuid(&a, "data.agentId"))
         .transpose()?;
-    let scope = Scope {
-        user_id: ctx.user_id().to_string(),
-        all: false,
-    };
+    // An admin's search, too, is of their own and public documents (no `adminMode`).
+    let user_id = ctx.user_id().to_string();
     let any_owner = ctx.principal.is_admin();
     let hits = ctx
         .db()
         .read(move |c| {
             if let Some(g) = &genie
-                && docs::owned_genie(c, &scope.user_id, any_owner, g)?.is_none()
+                && docs::owned_genie(c, &user_id, any_owner, g)?.is_none()
             {
                 return Err(ApiError::agent_not_found());
             }
-            Ok(docs::search(c, &scope, &fts, genie.as_deref(), limit)?)
+            Ok(docs::search(c, &user_id, &fts, genie.as_deref(), limit)?)
         })
         .await?;
     Ok(Reply::ok(
