@@ -1056,14 +1056,21 @@ async fn found(app: &TestApp, u: &User, query: &str) -> Vec<String> {
             json!({"query": query, "limit": 50}),
         )
         .await;
-    let mut ids: Vec<String> = r.ok(200)["results"]
+    // A document answers with each of its chunks that matches: one id each.
+    let mut ids = sorted_ids(&r.ok(200)["results"], "document_id");
+    ids.dedup();
+    ids
+}
+
+/// The `key` member of each item of `items`, sorted.
+fn sorted_ids(items: &Value, key: &str) -> Vec<String> {
+    let mut ids: Vec<String> = items
         .as_array()
         .unwrap()
         .iter()
-        .map(|h| h["document_id"].as_str().unwrap().to_string())
+        .map(|d| d[key].as_str().unwrap().to_string())
         .collect();
     ids.sort();
-    ids.dedup();
     ids
 }
 
@@ -1078,14 +1085,7 @@ async fn listed(app: &TestApp, u: &User, term: &str) -> Vec<String> {
             json!({"filters": {"searchTerm": term}}),
         )
         .await;
-    let mut ids: Vec<String> = r.ok(200)["documents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap().to_string())
-        .collect();
-    ids.sort();
-    ids
+    sorted_ids(&r.ok(200)["documents"], "id")
 }
 
 async fn set_public(app: &TestApp, u: &User, id: &str, public: bool) {
