@@ -16,6 +16,10 @@ pub struct Scope {
     pub all: bool,
 }
 
+/// Who may read a document (the `d` alias): its owner, and everyone when it is public. Its
+/// one parameter is the reader's id.
+const READABLE_BY: &str = "(d.user_id = ? OR d.is_public = 1)";
+
 impl Scope {
     /// SQL condition on the `d` alias and its parameters, for reading.
     fn visible(&self) -> (String, Vec<SqlValue>) {
@@ -23,7 +27,7 @@ impl Scope {
             ("1 = 1".into(), vec![])
         } else {
             (
-                "(d.user_id = ? OR d.is_public = 1)".into(),
+                READABLE_BY.into(),
                 vec![SqlValue::Text(self.user_id.clone())],
             )
         }
@@ -576,7 +580,7 @@ fn answered_rows(
     user_id: &str,
     ranked: Vec<(i64, f64, String)>,
 ) -> rusqlite::Result<Vec<Hit>> {
-    let mut row = c.prepare_cached(search_row_sql())?;
+    let mut row = c.prepare_cached(&search_row_sql())?;
     let mut hits = Vec::with_capacity(ranked.len());
     for (chunk, rank, snippet) in ranked {
         let found = row
@@ -600,11 +604,12 @@ fn answered_rows(
 
 /// The statement that reads and checks one answered chunk of [`search`] on SQLite
 /// ([`answered_rows`]): its parameters, the chunk's id and the user's.
-pub fn search_row_sql() -> &'static str {
-    "SELECT d.id, d.name, ch.seq, ch.content
-     FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
-     WHERE ch.id = ? AND (d.user_id = ? OR d.is_public = 1)
-       AND d.status = 'completed' AND d.is_active = 1"
+pub fn search_row_sql() -> String {
+    format!(
+        "SELECT d.id, d.name, ch.seq, ch.content
+         FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
+         WHERE ch.id = ? AND {READABLE_BY} AND d.status = 'completed' AND d.is_active = 1"
+    )
 }
 
 /// The SQL of [`search`], with or without the genie's condition. On SQLite the ranking
@@ -626,8 +631,7 @@ pub fn search_sql(postgres: bool, genie: bool) -> String {
                     ch.content, -ts_rank(ch.tsv, q) AS rank
              FROM document_chunks ch CROSS JOIN to_tsquery('english', ?) q
              JOIN documents d ON d.id = ch.document_id
-             WHERE ch.tsv @@ q AND (d.user_id = ? OR d.is_public = 1)
-               AND d.status = 'completed' AND d.is_active = 1{genie_cond}
+             WHERE ch.tsv @@ q AND {READABLE_BY} AND d.status = 'completed' AND d.is_active = 1{genie_cond}
              ORDER BY rank, ch.id LIMIT ?"
         );
     }
