@@ -30,8 +30,9 @@ pub fn committed(c: &super::sql::Connection) -> rusqlite::Result<i64> {
 /// They run on the async threads, unlike other SQL, because they cannot wait: `busy_timeout`
 /// is 0, so when SQLite cannot start a read at once (another connection is recovering the
 /// WAL) the answer is `None` and the caller takes the slow path through the read pool. The
-/// check costs some 4,600 instructions (and two `fcntl` calls) per request (README,
-/// Performance); through `db.read` it would cost the hop to a read thread on top.
+/// check costs some 4,600 instructions (and two `fcntl` calls) per request
+/// (docs/benchmarks.md, round seven); through `db.read` it would cost the hop to a read
+/// thread on top.
 ///
 /// There are several connections, one per CPU at least, each behind its own lock, and a
 /// caller takes the first free one (`try_lock`): with a single connection every async
