@@ -20,8 +20,9 @@
 #      (`user = @request.auth.id` for list/view/create/update/delete);
 #   5. drives the same scenarios against both, interleaved (each run waits until neither
 #      server is busy, so one's background work is not charged to the other), at
-#      concurrency 1 and 64 with two load generators: `wrk` (not ours: Debian's package, installed with apt-get when missing;
-#      examples/bench/wrk.lua makes the POST bodies and walks the id list) and
+#      concurrency 1 and 64 with two load generators: `wrk` (not ours: Debian's package,
+#      installed with apt-get when missing; examples/bench/wrk.lua makes the POST bodies
+#      and walks the id list) and
 #      examples/loadgen; plus the ceiling (examples/ceiling: bare axum hello, bare SELECT);
 #      TOOLS="wrk" or TOOLS="loadgen" runs one of them only;
 #      with ROUNDS=N all of step 5 N times over (the same servers and data);
