@@ -580,7 +580,7 @@ fn answered_rows(
     user_id: &str,
     ranked: Vec<(i64, f64, String)>,
 ) -> rusqlite::Result<Vec<Hit>> {
-    let mut row = c.prepare_cached(&search_row_sql())?;
+    let mut row = c.prepare_cached(search_row_sql())?;
     let mut hits = Vec::with_capacity(ranked.len());
     for (chunk, rank, snippet) in ranked {
         let found = row
@@ -604,12 +604,16 @@ fn answered_rows(
 
 /// The statement that reads and checks one answered chunk of [`search`] on SQLite
 /// ([`answered_rows`]): its parameters, the chunk's id and the user's.
-pub fn search_row_sql() -> String {
-    format!(
-        "SELECT d.id, d.name, ch.seq, ch.content
-         FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
-         WHERE ch.id = ? AND {READABLE_BY} AND d.status = 'completed' AND d.is_active = 1"
-    )
+pub fn search_row_sql() -> &'static str {
+    // Made once: every search prepares it (from the statement cache, keyed by the text).
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT d.id, d.name, ch.seq, ch.content
+             FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
+             WHERE ch.id = ? AND {READABLE_BY} AND d.status = 'completed' AND d.is_active = 1"
+        )
+    });
+    &SQL
 }
 
 /// The SQL of [`search`], with or without the genie's condition. On SQLite the ranking

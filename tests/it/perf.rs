@@ -922,7 +922,7 @@ async fn a_document_search_reads_no_row_per_match() {
     }
     let plan = query_plan(
         &c,
-        &db::documents::search_row_sql(),
+        db::documents::search_row_sql(),
         rusqlite::params![1i64, user.id],
     );
     assert_eq!(
