@@ -373,6 +373,9 @@ def merged(rs):
     if not rs: return None
     return {"rps": median([r["rps"] for r in rs]), "p99_ms": median([r["p99_ms"] for r in rs]),
             "errors": sum(r["errors"] for r in rs)}
+def figure(name, sys_, c, tool):
+    """One scenario's figures over the rounds (None when it was not run)."""
+    return merged(rounds(name, sys_, c, tool))
 def ratios(name, c, tool):
     """genied over PocketBase, round by round: the two ran one after the other."""
     pairs = zip(rounds(name, "genied", c, tool), rounds(name, "pocketbase", c, tool))
@@ -381,8 +384,6 @@ many = len(rounds_dirs) > 1
 labels = {"create": "leads create", "get": "leads get by id", "list": "leads all, 50 by status",
           "stats": "leads stats", "genie": "genies get", "gupdate": "genie update (PocketBase: record PATCH)"}
 for tool in tools:
-  def load(name, sys_, c):
-    return merged(rounds(name, sys_, c, tool))
   print()
   print(f"Measured with {'wrk (Debian package, examples/bench/wrk.lua)' if tool == 'wrk' else 'examples/loadgen'}:")
   print()
@@ -393,10 +394,10 @@ for tool in tools:
   print(f"| scenario | conc | genied req/s | PocketBase req/s | ratio |{rng} genied p99 ms | PocketBase p99 ms | genied / hello ceiling |")
   print("|---|---:|---:|---:|---:|" + ("---:|" if many else "") + "---:|---:|---:|")
   for c in concs:
-    hello = load("hello", "ceiling", c)
-    sel = load("select", "ceiling", c)
+    hello = figure("hello", "ceiling", c, tool)
+    sel = figure("select", "ceiling", c, tool)
     for s in ["create", "get", "list", "stats", "genie", "gupdate"]:
-        g, p = load(s, "genied", c), load(s, "pocketbase", c)
+        g, p = figure(s, "genied", c, tool), figure(s, "pocketbase", c, tool)
         if not g: continue
         err = f" ({g['errors']} errors)" if g["errors"] else ""
         perr = f" ({p['errors']} errors)" if p and p["errors"] else ""
@@ -437,8 +438,6 @@ print(f"| exec to ready, {f['leads']:,} leads | {ms(g['ready_ms_seeded'])} | {ms
 pg = f.get("postgres", {})
 if pg.get("enabled"):
   for tool in tools:
-    def one(name, sys_, c):
-      return merged(rounds(name, sys_, c, tool))
     print()
     print(f"genied's storage modes ({tool}): SQLite; PostgreSQL, one instance; PostgreSQL, two instances on one database, load split:")
     print()
@@ -446,7 +445,7 @@ if pg.get("enabled"):
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for c in concs:
       for s in ["create", "get", "list", "stats", "genie", "gupdate"]:
-        rs = [one(s, x, c) for x in ("genied", "pg1", "pg2")]
+        rs = [figure(s, x, c, tool) for x in ("genied", "pg1", "pg2")]
         if not rs[0]: continue
         rate = lambda r: "–" if not r else f"{r['rps']:,.0f}" + (f" ({r['errors']} errors)" if r["errors"] else "")
         p99 = lambda r: "–" if not r else f"{r['p99_ms']:.2f}"
