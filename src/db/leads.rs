@@ -454,16 +454,29 @@ fn owner_counts(f: &Filter) -> Option<(String, Vec<SqlValue>)> {
 
 /// One page, most recent first.
 pub fn list(c: &Connection, f: &Filter, limit: i64, offset: i64) -> rusqlite::Result<Vec<Lead>> {
+    let (sql, p) = list_statement(c, f, limit, offset)?;
+    let mut st = c.prepare_cached(&sql)?;
+    st.query_map(params_from_iter(p), from_row)?.collect()
+}
+
+/// The statement of [`list`] and its parameters. The page's ids come from the indexes
+/// alone (a user's walk by status tests each lead's genie in `leads_status_time`, V45);
+/// only those rows are read.
+pub fn list_statement(
+    c: &Connection,
+    f: &Filter,
+    limit: i64,
+    offset: i64,
+) -> rusqlite::Result<(String, Vec<SqlValue>)> {
     let (w, mut p) = where_clause(c, f, true)?;
     p.push(limit.into());
     p.push(offset.into());
-    // The page's ids come from the indexes alone; only those rows are read.
-    let mut st = c.prepare_cached(&format!(
+    let sql = format!(
         "SELECT {COLS} FROM leads l LEFT JOIN genies g ON g.key = l.agent_id
          WHERE l.id IN (SELECT l.id FROM leads l {w} ORDER BY l.created_at DESC, l.id DESC LIMIT ? OFFSET ?)
          ORDER BY l.created_at DESC, l.id DESC"
-    ))?;
-    st.query_map(params_from_iter(p), from_row)?.collect()
+    );
+    Ok((sql, p))
 }
 
 pub fn get(c: &Connection, id: i64) -> rusqlite::Result<Option<Lead>> {
