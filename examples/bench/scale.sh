@@ -4,6 +4,7 @@
 #
 #   examples/bench/scale.sh
 #   SCALE_LEADS="1000000" SCALE_USERS="1" DURATION=5 SKIP_BUILD=1 examples/bench/scale.sh
+#   ROUNDS=3 examples/bench/scale.sh      # each scenario three times: medians and ranges
 #
 # For each size N (SCALE_LEADS, default "100000 1000000") and user count U (SCALE_USERS,
 # default "1 100"), on a fresh data directory: N leads, N/10 conversations, N/100 genies and
@@ -15,12 +16,16 @@
 # 50), documents `search`, conversations `all` (page 50), once the server's CPU time has
 # stopped growing after the start; idle RSS, peak RSS under 64 clients
 # getting leads, exec-to-ready (the first start after the seed, and the median of RESTARTS,
-# default 5, starts after it), `admin backup` time, database size.
-# Prints one table; raw results stay in $OUT. Every process it starts is stopped on exit.
+# default 5, starts after it), `admin backup` time, database size. With ROUNDS=N the
+# scenarios run N times over, one after another (a single 5 s sample on a shared VM can be
+# a third off the next), and the table has each one's median and range.
+# Prints the tables, and the ratio of each latency at the largest size to the smallest;
+# raw results stay in $OUT. Every process it starts is stopped on exit.
 set -euo pipefail
 
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
+ROUNDS=${ROUNDS:-1}
 SCALE_LEADS=${SCALE_LEADS:-"100000 1000000"}
 SCALE_USERS=${SCALE_USERS:-"1 100"}
 PORT=${GENIED_PORT:-18080}
@@ -114,18 +119,20 @@ for users in $SCALE_USERS; do
     CURSOR=$(curl -sf "$G/v1" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \
       -d "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"offset\":$(( deep > 50 ? deep - 50 : 0 ))}}" \
       | json "['data']['nextCursor']")
-    run() { # name body
+    run() { # name body [loadgen args]: one round's run of a scenario
       "$LOADGEN" --name "$1" --concurrency 1 --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
-        --out "$OUT/$1.$tag.json" "${AUTH[@]}" --url "$G/v1" --method POST --body "$2" "${@:3}" >/dev/null
+        --out "$OUT/$1.$tag.r$round.json" "${AUTH[@]}" --url "$G/v1" --method POST --body "$2" "${@:3}" >/dev/null
     }
-    run get '{"resource":"leads","action":"get","id":{id}}' --ids "$WORK/ids"
-    run list '{"resource":"leads","action":"all","data":{"filters":{"status":"qualified"},"limit":50}}'
-    run offset "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"offset\":$deep}}"
-    run cursor "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"cursor\":\"$CURSOR\"}}"
-    run stats '{"resource":"leads","action":"stats"}'
-    run genies '{"resource":"genies","action":"all","data":{"limit":50}}'
-    run search "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"$SEARCH\"}}"
-    run conversations '{"resource":"conversations","action":"all","data":{"limit":50}}'
+    for round in $(seq "$ROUNDS"); do
+      run get '{"resource":"leads","action":"get","id":{id}}' --ids "$WORK/ids"
+      run list '{"resource":"leads","action":"all","data":{"filters":{"status":"qualified"},"limit":50}}'
+      run offset "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"offset\":$deep}}"
+      run cursor "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"cursor\":\"$CURSOR\"}}"
+      run stats '{"resource":"leads","action":"stats"}'
+      run genies '{"resource":"genies","action":"all","data":{"limit":50}}'
+      run search "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"$SEARCH\"}}"
+      run conversations '{"resource":"conversations","action":"all","data":{"limit":50}}'
+    done
     "$LOADGEN" --name peak --concurrency 64 --duration-secs "$DURATION" --warmup-secs 0 "${AUTH[@]}" \
       --url "$G/v1" --method POST --ids "$WORK/ids" --out "$OUT/peak.$tag.json" \
       --body '{"resource":"leads","action":"get","id":{id}}' >/dev/null
@@ -157,26 +164,57 @@ EOF
   done
 done
 
-python3 - "$OUT" "$SCALE_LEADS" "$SCALE_USERS" "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$DURATION" <<'EOF'
-import json, os, sys
+python3 - "$OUT" "$SCALE_LEADS" "$SCALE_USERS" "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$DURATION" "$ROUNDS" <<'EOF'
+import json, os, statistics, sys
 out, sizes, users, load0, load1, dur = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5], sys.argv[6]
+rounds = int(sys.argv[7])
 backup = lambda f: "–" if f["backup_s"] is None else f"{f['backup_s']} s"
 names = ["get", "list", "offset", "cursor", "stats", "genies", "search", "conversations"]
+heads = "| lead get | all 50 by status | deep by offset | deep by cursor | stats | genies all 50 | documents search | conversations all 50 |"
+def latencies(tag, s):
+    """The mean latency of each round in µs (1 / rate at concurrency 1), and the errors."""
+    v, errors = [], 0
+    for i in range(1, rounds + 1):
+        r = json.load(open(os.path.join(out, f"{s}.{tag}.r{i}.json")))
+        errors += r["errors"]
+        if r["rps"]:
+            v.append(1e6 / r["rps"])
+    return v, errors
 print()
-print("Mean latency, one client (examples/loadgen, concurrency 1):")
+print("Mean latency, one client (examples/loadgen, concurrency 1)"
+      + (f"; the median of {rounds} rounds, their range below it:" if rounds > 1 else ":"))
 print()
-print("| leads | users | user's leads | lead get | all 50 by status | deep by offset | deep by cursor | stats | genies all 50 | documents search | conversations all 50 |")
+print("| leads | users | user's leads " + heads)
 print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+median = {}
 for u in users:
     for n in sizes:
         tag = f"n{n}.u{u}"
         f = json.load(open(os.path.join(out, f"footprint.{tag}.json")))
         cells = []
         for s in names:
-            r = json.load(open(os.path.join(out, f"{s}.{tag}.json")))
-            err = f" ({r['errors']} errors)" if r["errors"] else ""
-            cells.append(f"{1000 / r['rps'] * 1000:.0f} µs{err}" if r["rps"] else "–")
+            v, errors = latencies(tag, s)
+            err = f" ({errors} errors)" if errors else ""
+            if not v:
+                cells.append("–" + err)
+                continue
+            median[(n, u, s)] = statistics.median(v)
+            spread = f"<br>{min(v):.0f}–{max(v):.0f}" if len(v) > 1 else ""
+            cells.append(f"{median[(n, u, s)]:.0f} µs{spread}{err}")
         print(f"| {int(n):,} | {u} | {f['leads_of_user']:,} (deep: offset {f['deep_offset']:,}) | " + " | ".join(cells) + " |")
+if len(sizes) > 1:
+    small, large = sizes[0], sizes[-1]
+    print()
+    print(f"{int(large):,} leads against {int(small):,} (the medians' ratio):")
+    print()
+    print("| users " + heads)
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for u in users:
+        cells = []
+        for s in names:
+            a, b = median.get((small, u, s)), median.get((large, u, s))
+            cells.append(f"{b / a:.2f}×" if a and b else "–")
+        print(f"| {u} | " + " | ".join(cells) + " |")
 print()
 def later(f):
     v = sorted(f.get("ready_later_ms") or [])
