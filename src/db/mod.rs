@@ -317,7 +317,7 @@ fn checkpoint(conn: &rusqlite::Connection, mode: &str) -> Option<i64> {
 }
 
 /// One queued write: runs the caller's closure inside the group's transaction (within its
-/// own savepoint) and returns whether it succeeded, plus how to deliver its result once the
+/// own savepoint, unless it is the group's first) and returns whether it succeeded, plus how to deliver its result once the
 /// group's fate is known.
 /// Given the error instead of a transaction when the group could not begin.
 type Job = Box<dyn FnOnce(Result<&Transaction, ApiError>) -> (bool, Deliver) + Send>;
@@ -675,9 +675,10 @@ impl Lite {
     /// returns `Ok`, rolls back otherwise, so a failed action changes nothing.
     ///
     /// Writes run on one dedicated writer thread, off the async threads. Writes queued while
-    /// the writer is busy are committed together (group commit): each runs inside its own
-    /// savepoint of one shared transaction, in queue order, so a failing write is rolled back
-    /// alone, and no caller hears `Ok` before the transaction holding its write committed.
+    /// the writer is busy are committed together (group commit): in queue order in one shared
+    /// transaction, each after the first inside its own savepoint, so a failing write is
+    /// rolled back alone (a failing first one with the transaction, the others then run in a
+    /// new one), and no caller hears `Ok` before the transaction holding its write committed.
     async fn write<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
@@ -908,11 +909,19 @@ fn run_group(conn: &mut rusqlite::Connection, group: Vec<Job>) -> Vec<Job> {
     };
     let mut done: Vec<Deliver> = Vec::with_capacity(group.len());
     let mut jobs = group.into_iter();
+    // The group's first write runs without a savepoint: should it fail, rolling the whole
+    // transaction back takes nothing else with it, and the rest of the group starts over in
+    // a new one. Inside a savepoint SQLite first copies every page a write changes into its
+    // sub-journal (in memory, in 1 KB allocations: about fourteen pages a lead create), so a
+    // group of one, which every write at one connection is, no longer pays for that.
+    let mut first = true;
     while let Some(job) = jobs.next() {
+        let savepoint = !std::mem::take(&mut first);
         // Cached, as every write runs them: compiling each cost more than running it.
-        if let Err(e) = tx
-            .prepare_cached("SAVEPOINT genied_write")
-            .and_then(|mut st| st.execute([]))
+        if savepoint
+            && let Err(e) = tx
+                .prepare_cached("SAVEPOINT genied_write")
+                .and_then(|mut st| st.execute([]))
         {
             job(Err(ApiError::from(e))).1(None);
             continue;
@@ -926,6 +935,18 @@ fn run_group(conn: &mut rusqlite::Connection, group: Vec<Job>) -> Vec<Job> {
                 d(Some(e()));
             }
             deliver(Some(e()));
+            return jobs.collect();
+        }
+        if !savepoint {
+            if ok {
+                done.push(deliver);
+                continue;
+            }
+            // Nothing but this write is in the transaction yet.
+            if let Err(e) = tx.rollback() {
+                tracing::warn!(error = %e, "could not roll back a failed write");
+            }
+            deliver(None);
             return jobs.collect();
         }
         let ended = if ok {

@@ -177,6 +177,79 @@ async fn concurrent_writes_fail_and_roll_back_one_by_one() {
     assert_eq!(kept, expected);
 }
 
+/// A group's first write runs without a savepoint of its own: when it fails, the whole
+/// transaction is rolled back, and the writes queued behind it run in the next one. Pinned
+/// by holding the writer thread inside one write while three more queue up, so that they
+/// are taken as one group: the first fails after inserting, the second succeeds, the third
+/// fails after inserting (rolled back alone, by its savepoint, in the second group).
+#[tokio::test]
+async fn a_failing_first_write_of_a_group_takes_only_itself_back() {
+    if postgres::skip("the writer thread and its groups are SQLite's") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db::Db::open_with(&dir.path().join("genied.db"), Some(1)).unwrap();
+    db.write(|c| {
+        c.execute_batch("CREATE TABLE perf_group (n INTEGER NOT NULL)")?;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    // On a current-thread runtime every write is queued for the writer thread (the test
+    // above), where this one waits until released.
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let mut holder = Box::pin(db.write(move |c| {
+        c.execute("INSERT INTO perf_group (n) VALUES (0)", [])?;
+        held_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+        Ok(())
+    }));
+    assert!(
+        tokio::time::timeout(Duration::ZERO, &mut holder)
+            .await
+            .is_err()
+    );
+    held_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    let insert = |n: i64, fail: bool| {
+        db.write(move |c| {
+            c.execute("INSERT INTO perf_group (n) VALUES (?1)", [n])?;
+            if fail {
+                return Err(ApiError::validation(format!("write {n} refused")));
+            }
+            Ok(n)
+        })
+    };
+    let mut queued = [
+        Box::pin(insert(1, true)),
+        Box::pin(insert(2, false)),
+        Box::pin(insert(3, true)),
+    ];
+    // One poll each queues them, in this order, behind the held write.
+    for w in queued.iter_mut() {
+        assert!(tokio::time::timeout(Duration::ZERO, w).await.is_err());
+    }
+    release_tx.send(()).unwrap();
+    holder.await.unwrap();
+    let [first, second, third] = queued;
+    let refused = first.await.unwrap_err();
+    assert!(refused.to_string().contains("write 1 refused"), "{refused}");
+    assert_eq!(second.await.unwrap(), 2);
+    let refused = third.await.unwrap_err();
+    assert!(refused.to_string().contains("write 3 refused"), "{refused}");
+    let kept: Vec<i64> = db
+        .read(|c| {
+            let mut st = c.prepare("SELECT n FROM perf_group ORDER BY n")?;
+            let v = st
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            Ok(v)
+        })
+        .await
+        .unwrap();
+    assert_eq!(kept, vec![0, 2]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_point_read_runs_on_the_callers_thread_and_other_reads_on_a_read_thread() {
     if postgres::skip("read threads are SQLite's; PostgreSQL reads on pooled connections") {
