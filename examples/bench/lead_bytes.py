@@ -61,9 +61,10 @@ def create(i):
     if created_on_row:
         # Since V33 the "created" log entry is two columns of the lead row: its id, taken from
         # lead_activities' sequence (db::leads::next_activity_id), and who created the lead.
-        entry = c.execute("UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'lead_activities' RETURNING seq").fetchone()
-        if entry is None:
-            entry = c.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('lead_activities', 1) RETURNING seq").fetchone()
+        # (Without RETURNING since round twenty: an UPDATE, then a SELECT.)
+        if c.execute("UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'lead_activities'").rowcount == 0:
+            c.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('lead_activities', 1)")
+        entry = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'lead_activities'").fetchone()
         lead = c.execute(
             'INSERT INTO leads (agent_id, user_id, name, email, phone, status, priority, created_at, updated_at,'
             ' created_log_id, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',

@@ -569,23 +569,37 @@ pub const WRITABLE: &[&str] = &[
 pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
     if c.is_postgres() {
         // No rowid there: the key comes back with the row.
-        return Ok(insert_with(c, fields, RETURNING)?
-            .ok_or(rusqlite::Error::QueryReturnedNoRows)?
-            .id);
+        return Ok(
+            insert_with(c, fields, &format!(" RETURNING {STORED_COLS}"))?
+                .ok_or(rusqlite::Error::QueryReturnedNoRows)?
+                .id,
+        );
     }
     insert_with(c, fields, "")?;
     Ok(c.last_insert_rowid())
 }
 
-/// Inserts a lead under `agent` and returns it as stored (`RETURNING`), without reading it
-/// back; `fields` hold `agent_id`, which must be `agent.id`.
+/// Inserts a lead under `agent` and returns it as stored, without the genie's row: `fields`
+/// hold `agent_id`, which must be `agent.id`.
+///
+/// On SQLite the row is read back by its rowid rather than with `RETURNING`, which makes
+/// SQLite build, fill and drop a temporary table for every statement (its b-tree, pager and
+/// page cache): more work than one lookup of the page the insert just wrote.
 pub fn insert_returning(
     c: &Connection,
     fields: &Fields,
     agent: &AgentRef,
 ) -> rusqlite::Result<Lead> {
-    let mut lead =
-        insert_with(c, fields, RETURNING)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    static READ_BACK: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("SELECT {STORED_COLS} FROM leads WHERE id = ?1"));
+    let mut lead = if c.is_postgres() {
+        insert_with(c, fields, &format!(" RETURNING {STORED_COLS}"))?
+            .ok_or(rusqlite::Error::QueryReturnedNoRows)?
+    } else {
+        insert_with(c, fields, "")?;
+        c.prepare_cached(&READ_BACK)?
+            .query_row([c.last_insert_rowid()], from_row)?
+    };
     lead.agent = json!({"id": agent.id, "name": agent.name});
     lead.agent_owner = Some(agent.owner.clone());
     Ok(lead)
@@ -593,8 +607,7 @@ pub fn insert_returning(
 
 /// The columns of `COLS` that live on the row; the genie's name and owner come from the
 /// caller.
-const RETURNING: &str =
-    " RETURNING id, agent_id, user_id, name, email, phone, status, priority, budget,
+const STORED_COLS: &str = "id, agent_id, user_id, name, email, phone, status, priority, budget,
         timeline, address, notes, assigned_to, conversation_id, primary_lead_id, is_decision_maker,
         preferred_contact_method, preferred_contact_time, metadata, created_at, updated_at,
         conversation_ref, NULL, NULL, do_not_call";
@@ -728,23 +741,21 @@ pub fn next_activity_id(c: &Connection) -> rusqlite::Result<i64> {
             .prepare_cached("SELECT nextval(pg_get_serial_sequence('lead_activities', 'id'))")?
             .query_row([], |r| r.get(0));
     }
-    let bumped: Option<i64> = c
-        .prepare_cached(
-            "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'lead_activities' RETURNING seq",
-        )?
-        .query_row([], |r| r.get(0))
-        .optional()?;
-    match bumped {
-        Some(id) => Ok(id),
+    // Without `RETURNING`, which would build a temporary table for the one value (see
+    // `insert_returning`).
+    let bumped = c
+        .prepare_cached("UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'lead_activities'")?
+        .execute([])?;
+    if bumped == 0 {
         // No entry was ever stored: the table's first id.
-        None => c
-            .prepare_cached(
-                "INSERT INTO sqlite_sequence (name, seq)
-                 SELECT 'lead_activities', COALESCE(MAX(id), 0) + 1 FROM lead_activities
-                 RETURNING seq",
-            )?
-            .query_row([], |r| r.get(0)),
+        c.prepare_cached(
+            "INSERT INTO sqlite_sequence (name, seq)
+             SELECT 'lead_activities', COALESCE(MAX(id), 0) + 1 FROM lead_activities",
+        )?
+        .execute([])?;
     }
+    c.prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'lead_activities'")?
+        .query_row([], |r| r.get(0))
 }
 
 /// Most recent first: the stored entries and the lead's "created" entry.
