@@ -317,8 +317,8 @@ fn checkpoint(conn: &rusqlite::Connection, mode: &str) -> Option<i64> {
 }
 
 /// One queued write: runs the caller's closure inside the group's transaction (within its
-/// own savepoint, unless it is the group's first) and returns whether it succeeded, plus how to deliver its result once the
-/// group's fate is known.
+/// own savepoint, unless it is the group's first) and returns whether it succeeded, plus how
+/// to deliver its result once the group's fate is known.
 /// Given the error instead of a transaction when the group could not begin.
 type Job = Box<dyn FnOnce(Result<&Transaction, ApiError>) -> (bool, Deliver) + Send>;
 /// Delivers a job's result; given an error when the group could not be committed.
@@ -912,7 +912,7 @@ fn run_group(conn: &mut rusqlite::Connection, group: Vec<Job>) -> Vec<Job> {
     // The group's first write runs without a savepoint: should it fail, rolling the whole
     // transaction back takes nothing else with it, and the rest of the group starts over in
     // a new one. Inside a savepoint SQLite first copies every page a write changes into its
-    // sub-journal (in memory, in 1 KB allocations: about fourteen pages a lead create), so a
+    // sub-journal (in memory, in 1 KB allocations: about fifteen pages a lead create), so a
     // group of one, which every write at one connection is, no longer pays for that.
     let mut first = true;
     while let Some(job) = jobs.next() {
