@@ -124,6 +124,19 @@ async fn a_revocation_is_seen_by_the_next_request_every_time() {
     }
 }
 
+/// Column `n` of a test table, in order.
+async fn column_n(db: &db::Db, table: &'static str) -> Vec<i64> {
+    db.read(move |c| {
+        let mut st = c.prepare(&format!("SELECT n FROM {table} ORDER BY n"))?;
+        let v = st
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()?;
+        Ok(v)
+    })
+    .await
+    .unwrap()
+}
+
 // Multi-threaded, so that writes run both in place (while the writer is idle) and queued.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writes_fail_and_roll_back_one_by_one() {
@@ -163,16 +176,7 @@ async fn concurrent_writes_fail_and_roll_back_one_by_one() {
             _ => assert!(r.is_err(), "write {i} inserted a duplicate"),
         }
     }
-    let kept: Vec<i64> = db
-        .read(|c| {
-            let mut st = c.prepare("SELECT n FROM perf_probe ORDER BY n")?;
-            let v = st
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<i64>>>()?;
-            Ok(v)
-        })
-        .await
-        .unwrap();
+    let kept = column_n(&db, "perf_probe").await;
     let expected: Vec<i64> = (0..60).filter(|i| i % 3 == 0).collect();
     assert_eq!(kept, expected);
 }
@@ -237,16 +241,7 @@ async fn a_failing_first_write_of_a_group_takes_only_itself_back() {
     assert_eq!(second.await.unwrap(), 2);
     let refused = third.await.unwrap_err();
     assert!(refused.to_string().contains("write 3 refused"), "{refused}");
-    let kept: Vec<i64> = db
-        .read(|c| {
-            let mut st = c.prepare("SELECT n FROM perf_group ORDER BY n")?;
-            let v = st
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<i64>>>()?;
-            Ok(v)
-        })
-        .await
-        .unwrap();
+    let kept = column_n(&db, "perf_group").await;
     assert_eq!(kept, vec![0, 2]);
 }
 
