@@ -569,11 +569,9 @@ pub const WRITABLE: &[&str] = &[
 pub fn insert(c: &Connection, fields: &Fields) -> rusqlite::Result<i64> {
     if c.is_postgres() {
         // No rowid there: the key comes back with the row.
-        return Ok(
-            insert_with(c, fields, &format!(" RETURNING {STORED_COLS}"))?
-                .ok_or(rusqlite::Error::QueryReturnedNoRows)?
-                .id,
-        );
+        return Ok(insert_with(c, fields, &RETURNING)?
+            .ok_or(rusqlite::Error::QueryReturnedNoRows)?
+            .id);
     }
     insert_with(c, fields, "")?;
     Ok(c.last_insert_rowid())
@@ -590,11 +588,8 @@ pub fn insert_returning(
     fields: &Fields,
     agent: &AgentRef,
 ) -> rusqlite::Result<Lead> {
-    static READ_BACK: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| format!("SELECT {STORED_COLS} FROM leads WHERE id = ?1"));
     let mut lead = if c.is_postgres() {
-        insert_with(c, fields, &format!(" RETURNING {STORED_COLS}"))?
-            .ok_or(rusqlite::Error::QueryReturnedNoRows)?
+        insert_with(c, fields, &RETURNING)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?
     } else {
         insert_with(c, fields, "")?;
         c.prepare_cached(&READ_BACK)?
@@ -611,6 +606,12 @@ const STORED_COLS: &str = "id, agent_id, user_id, name, email, phone, status, pr
         timeline, address, notes, assigned_to, conversation_id, primary_lead_id, is_decision_maker,
         preferred_contact_method, preferred_contact_time, metadata, created_at, updated_at,
         conversation_ref, NULL, NULL, do_not_call";
+/// How PostgreSQL gets the stored lead back from its insert.
+static RETURNING: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!(" RETURNING {STORED_COLS}"));
+/// How SQLite reads it back instead (see `insert_returning`).
+static READ_BACK: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT {STORED_COLS} FROM leads WHERE id = ?1"));
 
 fn insert_with(c: &Connection, fields: &Fields, returning: &str) -> rusqlite::Result<Option<Lead>> {
     let ts = now_ms();

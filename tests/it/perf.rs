@@ -199,8 +199,9 @@ async fn a_failing_first_write_of_a_group_takes_only_itself_back() {
     })
     .await
     .unwrap();
-    // On a current-thread runtime every write is queued for the writer thread (the test
-    // above), where this one waits until released.
+    // On a current-thread runtime every write is queued for the writer thread
+    // (`a_write_from_a_single_threaded_runtime_goes_to_the_writer_thread`), where this one
+    // waits until released.
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
     let mut holder = Box::pin(db.write(move |c| {
