@@ -48,17 +48,23 @@ impl EpochWatch {
         let n = std::thread::available_parallelism()
             .map_or(2, std::num::NonZero::get)
             .clamp(2, 16);
-        let conns = (0..n)
-            .map(|_| {
-                let c = Connection::open_with_flags(
-                    path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )?;
-                c.execute_batch("PRAGMA busy_timeout = 0;")?;
-                current(&c)?;
-                Ok(Mutex::new(c))
-            })
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let open = || -> rusqlite::Result<Mutex<Connection>> {
+            let c = Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            c.execute_batch("PRAGMA busy_timeout = 0;")?;
+            current(&c)?;
+            Ok(Mutex::new(c))
+        };
+        // Side by side: each parses the whole schema first (one per CPU, up to 16).
+        let conns = std::thread::scope(|s| {
+            let opening: Vec<_> = (0..n).map(|_| s.spawn(open)).collect();
+            opening
+                .into_iter()
+                .map(super::joined)
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })?;
         Ok(EpochWatch {
             conns,
             next: AtomicUsize::new(0),

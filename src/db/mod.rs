@@ -190,6 +190,11 @@ impl Drop for Readers {
     }
 }
 
+/// A scoped thread's result; its panic, if it panicked, carries on in the caller.
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
 /// Read threads when the configuration does not say: one per CPU, 2 to 8.
 fn default_read_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
@@ -569,7 +574,6 @@ impl Lite {
         run_migrations(&mut writer)?;
         writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         leads::register_functions(&writer)?;
-        let auth = Arc::new(auth_epoch::EpochWatch::open(path)?);
         let manager = SqliteConnectionManager::file(path)
             .with_flags(
                 OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -581,16 +585,27 @@ impl Lite {
                 leads::register_functions(c)?;
                 c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())
             });
-        // A SQLite connection does not go stale: no liveness query on every checkout.
-        let read = r2d2::Pool::builder()
-            .test_on_check_out(false)
-            .max_size(read_threads as u32)
-            .min_idle(Some(1))
-            .build(manager)?;
-        // Checkpoints run on their own thread and connection, not inside a commit.
+        // A connection parses the whole schema before its first statement (some 3 ms at
+        // V45, docs/performance.md): the others a start needs are opened side by side, not
+        // one after another. The pool opens its first connection on r2d2's own thread.
+        let (auth, ckpt_conn, read) = std::thread::scope(|s| {
+            let auth = s.spawn(|| auth_epoch::EpochWatch::open(path));
+            // Checkpoints run on their own thread and connection, not inside a commit.
+            let ckpt = s.spawn(|| -> rusqlite::Result<rusqlite::Connection> {
+                let c = rusqlite::Connection::open(path)?;
+                c.execute_batch(PRAGMAS)?;
+                Ok(c)
+            });
+            // A SQLite connection does not go stale: no liveness query on every checkout.
+            let read = r2d2::Pool::builder()
+                .test_on_check_out(false)
+                .max_size(read_threads as u32)
+                .min_idle(Some(1))
+                .build(manager);
+            (joined(auth), joined(ckpt), read)
+        });
+        let (auth, ckpt_conn, read) = (Arc::new(auth?), ckpt_conn?, read?);
         writer.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
-        let ckpt_conn = rusqlite::Connection::open(path)?;
-        ckpt_conn.execute_batch(PRAGMAS)?;
         let (checkpoint, wake) = mpsc::sync_channel::<()>(1);
         let write = Arc::new(Mutex::new(writer));
         let held = write.clone();
