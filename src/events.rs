@@ -110,6 +110,29 @@ fn subscribed(c: &Connection, user_id: &str, kind: &str) -> rusqlite::Result<boo
 /// the commit.
 pub fn record(c: &Connection, event: Event) -> rusqlite::Result<Recorded> {
     let queued = subscribed(c, &event.user_id, &event.kind)?;
+    queue(c, event, queued)
+}
+
+/// [`record`] for the hot writes (a lead's create and update): the event is made, its
+/// `data` included, only when something subscribes to it or `observed` (what
+/// [`Bus::observed`] said before the write). Otherwise there is nothing to emit: most
+/// writes raise an event no one hears, and making its JSON was some 5% of a lead create's
+/// time in the writer (docs/performance.md, round twenty-one).
+pub fn record_lazy(
+    c: &Connection,
+    observed: bool,
+    kind: &str,
+    user_id: &str,
+    data: impl FnOnce() -> Value,
+) -> rusqlite::Result<Option<Recorded>> {
+    let queued = subscribed(c, user_id, kind)?;
+    if !queued && !observed {
+        return Ok(None);
+    }
+    queue(c, Event::new(kind, user_id, data()), queued).map(Some)
+}
+
+fn queue(c: &Connection, event: Event, queued: bool) -> rusqlite::Result<Recorded> {
     if queued {
         db::events::insert(
             c,
@@ -154,6 +177,12 @@ impl Bus {
         for e in events {
             self.emit(e);
         }
+    }
+    /// Whether anything in-process is subscribed now ([`Bus::subscribe`]; only tests are).
+    /// Asked before a write that uses [`record_lazy`]: an observer subscribing during that
+    /// write misses its event, as it would had it subscribed just after.
+    pub fn observed(&self) -> bool {
+        self.tx.receiver_count() > 0
     }
     /// Every event this instance emits from now on, in-process and without durability (a
     /// lagging receiver misses events): for observers, never for work that must happen.

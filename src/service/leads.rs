@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::auth::Principal;
 use crate::db::leads::{self as repo, Fields, Lead};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{self, Event};
+use crate::events;
 use crate::state::AppState;
 
 /// Loads a lead the principal may reach: 404 when it does not exist, 403 when it belongs to
@@ -81,6 +81,7 @@ pub async fn create(
 ) -> ApiResult<Lead> {
     let (p, supplied) = (p.clone(), user_id);
     let audit = crate::db::activities::claim("leads");
+    let observed = app.bus.observed();
     let lead = app
         .db
         .write(move |c| {
@@ -105,12 +106,13 @@ pub async fn create(
             if let Some(a) = audit {
                 a.insert(c, Some(&lead.id.to_string()), &created_summary(&lead))?;
             }
-            let e = Event::new("lead.created", &lead.user_id, json!(lead));
-            Ok((events::record(c, e)?, lead))
+            let created =
+                events::record_lazy(c, observed, "lead.created", &lead.user_id, || json!(lead))?;
+            Ok((created, lead))
         })
         .await?;
     let (created, lead) = lead;
-    app.bus.emit(created);
+    app.bus.emit_all(created);
     Ok(lead)
 }
 
@@ -137,6 +139,7 @@ pub async fn update(
     let p = p.clone();
     let changed_by = p.user_id.clone();
     let audit = crate::db::activities::claim("leads");
+    let observed = app.bus.observed();
     let changed = app
         .db
         .write(move |c| {
@@ -173,16 +176,18 @@ pub async fn update(
             if let Some(a) = audit {
                 a.insert(c, Some(&id.to_string()), &format!("updated lead #{id}"))?;
             }
-            let mut raised = vec![events::record(
+            let user = &after.user_id;
+            let mut raised = Vec::from_iter(events::record_lazy(
                 c,
-                Event::new("lead.updated", &after.user_id, json!(after)),
-            )?];
+                observed,
+                "lead.updated",
+                user,
+                || json!(after),
+            )?);
             if before.status != after.status {
-                raised.push(events::record(c, Event::new(
-                    "lead.status_changed",
-                    &after.user_id,
-                    json!({"lead": after, "from": before.status, "to": after.status, "changed_by": changed_by}),
-                ))?);
+                raised.extend(events::record_lazy(c, observed, "lead.status_changed", user, || {
+                    json!({"lead": after, "from": before.status, "to": after.status, "changed_by": changed_by})
+                })?);
             }
             Ok((after, raised))
         })
