@@ -74,7 +74,25 @@ fn init_logging(
     }
 }
 
+/// SQLite keeps memory statistics unless told not to, and to keep them every allocation it
+/// makes takes one process-wide mutex: connections working on different threads (the
+/// runtime's, the writer, the readers) queue on it, and connections opened side by side
+/// parsed the schema no faster than one after another (docs/performance.md, round
+/// twenty-one). genied reads none of the statistics (it sets no soft heap limit). SQLite
+/// takes this setting only before its first use, so it is made first thing here; tests that
+/// build the app in-process keep SQLite's default.
+#[allow(unsafe_code)]
+fn sqlite_without_memory_statistics() {
+    use rusqlite::ffi;
+    // SAFETY: `sqlite3_config` must not run beside any other SQLite call, and only before
+    // SQLite is initialised: this is the first thing `main` does, before any other thread
+    // or connection exists. `SQLITE_CONFIG_MEMSTATUS` takes one int.
+    let rc = unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int) };
+    debug_assert_eq!(rc, ffi::SQLITE_OK, "sqlite3_config(MEMSTATUS)");
+}
+
 fn main() -> ExitCode {
+    sqlite_without_memory_statistics();
     let cli = Cli::parse();
     let (level, format) = (cli.log_level.clone(), cli.log_format);
     if !matches!(cli.command, Command::Serve(_)) {
