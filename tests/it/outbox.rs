@@ -482,3 +482,48 @@ async fn only_an_event_something_subscribes_to_is_written_to_the_outbox() {
         .collect();
     assert_eq!(names, vec![json!("for the hook")]);
 }
+
+/// A lead's event is made only when someone will read it (`events::record_lazy`): with no
+/// subscription and no in-process observer, its data is never built and there is nothing
+/// to emit; with an observer it is made and emitted, and still not queued.
+#[tokio::test]
+async fn an_event_no_one_hears_is_not_made() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let store = match app.state.config.postgres_url() {
+        Some(url) => Store::Postgres(url.to_string()),
+        None => Store::Sqlite(app.state.config.db_path()),
+    };
+    let made = Arc::new(AtomicUsize::new(0));
+    let raise = || {
+        let (uid, made, observed) = (u.id.clone(), made.clone(), app.state.bus.observed());
+        app.state.db.write(move |c| {
+            Ok(genied::events::record_lazy(
+                c,
+                observed,
+                "lead.created",
+                &uid,
+                || {
+                    made.fetch_add(1, Ordering::SeqCst);
+                    json!({"name": "heard"})
+                },
+            )?)
+        })
+    };
+
+    assert!(raise().await.unwrap().is_none(), "nothing to emit");
+    assert_eq!(made.load(Ordering::SeqCst), 0, "made for no one");
+
+    let mut events = app.state.bus.subscribe();
+    let heard = raise().await.unwrap().expect("an observer hears it");
+    assert_eq!(made.load(Ordering::SeqCst), 1);
+    app.state.bus.emit(heard);
+    let seen = events.recv().await.unwrap();
+    assert_eq!(
+        (seen.kind.as_str(), seen.data),
+        ("lead.created", json!({"name": "heard"}))
+    );
+    assert_eq!(store.count("SELECT COUNT(*) FROM event_outbox"), 0);
+}
