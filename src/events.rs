@@ -116,8 +116,9 @@ pub fn record(c: &Connection, event: Event) -> rusqlite::Result<Recorded> {
 /// [`record`] for the hot writes (a lead's create and update): the event is made, its
 /// `data` included, only when something subscribes to it or `observed` (what
 /// [`Bus::observed`] said before the write). Otherwise there is nothing to emit: most
-/// writes raise an event no one hears, and making its JSON was some 5% of a lead create's
-/// time in the writer (docs/performance.md, round twenty-one).
+/// writes raise an event no one hears, and making it (the lead as a JSON tree, its id and
+/// time) and dropping it was a tenth of a lead create's instructions in the writer
+/// (docs/performance.md, round twenty-one).
 pub fn record_lazy(
     c: &Connection,
     observed: bool,
