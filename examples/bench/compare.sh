@@ -85,7 +85,7 @@ rss_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 # ---- build
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   say "building genied (release)"
-  # Only what this script runs: linking every example with thin LTO takes many times longer.
+  # Only what this script runs: linking every example with LTO takes many times longer.
   (cd "$ROOT" && cargo build --release --bin genied --example bench --example loadgen --example ceiling)
 fi
 GENIED=$TARGET/release/genied
