@@ -14,7 +14,8 @@
 # is taken from ${CARGO_TARGET_DIR:-target}/release/examples/loadgen. SYSCALLS=1 also counts
 # the server's system calls per request over the run, all and the kinds a request makes
 # (`perf stat` on its tracepoints; needs Debian's linux-perf and root): futex calls show
-# threads waiting on a lock another holds, which CPU time alone does not.
+# threads waiting on a lock another holds, which CPU time alone does not. Counting adds a
+# little to each system call, so take the CPU figure of an A/B from runs without it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOADGEN=${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/loadgen
