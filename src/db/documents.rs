@@ -642,7 +642,8 @@ pub fn search_sql(postgres: bool, genie: bool) -> String {
     // The genie's chunk ids are listed once and each match looked up in the list (the unary
     // `+` keeps SQLite from handing the list to FTS5, which would run the whole query again
     // for each id). SQLite takes the snippet only of a match that enters the best few so
-    // far. bm25's weights: the words' column counts, the reader tokens do not.
+    // far. bm25's weights: the words' column counts, the reader tokens do not, and
+    // `genied_bm25` (db::fts_rank) does not count the tokens' rows as FTS5's `bm25` would.
     let genie_cond = if genie {
         " AND +document_chunks_fts.rowid IN (SELECT ch.id FROM genie_documents gd
               JOIN document_chunks ch ON ch.document_id = gd.document_id WHERE gd.genie_id = ?)"
@@ -650,7 +651,7 @@ pub fn search_sql(postgres: bool, genie: bool) -> String {
         ""
     };
     format!(
-        "SELECT document_chunks_fts.rowid, bm25(document_chunks_fts, 1.0, 0.0) AS rank,
+        "SELECT document_chunks_fts.rowid, genied_bm25(document_chunks_fts, 1.0, 0.0) AS rank,
                 snippet(document_chunks_fts, 0, '[', ']', '…', 16)
          FROM document_chunks_fts
          WHERE document_chunks_fts MATCH ?{genie_cond}

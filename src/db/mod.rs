@@ -16,6 +16,7 @@ pub mod document_folders;
 pub mod documents;
 pub mod email_logs;
 pub mod events;
+pub mod fts_rank;
 pub mod genie_groups;
 pub mod genie_moves;
 pub mod genie_providers;
@@ -574,6 +575,7 @@ impl Lite {
         run_migrations(&mut writer)?;
         writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         leads::register_functions(&writer)?;
+        fts_rank::register(&writer)?;
         let manager = SqliteConnectionManager::file(path)
             .with_flags(
                 OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -583,6 +585,7 @@ impl Lite {
             .with_init(|c| {
                 c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
                 leads::register_functions(c)?;
+                fts_rank::register(c)?;
                 c.execute_batch(PRAGMAS.replace("PRAGMA journal_mode = WAL;", "").as_str())
             });
         // A connection parses the whole schema before its first statement (some 3 ms at

@@ -964,6 +964,7 @@ async fn a_document_search_reads_no_row_per_match() {
     let app = TestApp::spawn().await;
     let user = app.standard().await;
     let c = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
+    db::fts_rank::register(&c).unwrap();
     for genie in [false, true] {
         let sql = db::documents::search_sql(false, genie);
         let mut params: Vec<rusqlite::types::Value> =
