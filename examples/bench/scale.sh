@@ -8,12 +8,13 @@
 #
 # For each size N (SCALE_LEADS, default "100000 1000000") and user count U (SCALE_USERS,
 # default "1 100"), on a fresh data directory: N leads, N/10 conversations, N/100 genies and
-# N/100 documents of generated text (three chunks each, full-text indexed), shared out round
-# robin between U users, seeded through genied's db layer (examples/bench scale-seed). Then,
-# as the first user (who has N/U leads), one client at a time (examples/loadgen, concurrency
-# 1, so the mean latency is 1/rate): lead get, lead `all` by status (page 50), the same page
-# deep by offset (N/U/8) and by cursor (at the same depth), lead `stats`, genies `all` (page
-# 50), documents `search`, conversations `all` (page 50), once the server's CPU time has
+# N/100 documents of text chained from the project's guides (three chunks each, full-text
+# indexed), shared out round robin between U users, seeded through genied's db layer
+# (examples/bench scale-seed). Then, as the first user (who has N/U leads), one client at a
+# time (examples/loadgen, concurrency 1, so the mean latency is 1/rate): lead get, lead `all`
+# by status (page 50), the same page deep by offset (N/U/8) and by cursor (at the same
+# depth), lead `stats`, genies `all` (page 50), documents `search` (two words rarely found
+# together, and two often), conversations `all` (page 50), once the server's CPU time has
 # stopped growing after the start; idle RSS, peak RSS under 64 clients
 # getting leads, exec-to-ready (the first start after the seed, and the median of RESTARTS,
 # default 5, starts after it), `admin backup` time, database size. With ROUNDS=N the
@@ -104,6 +105,7 @@ for users in $SCALE_USERS; do
       --ids-out "$WORK/ids")
     seed_s=$(python3 -c "import time,sys; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
     SEARCH=$(json "['search']" <<<"$SEED")
+    SEARCH_COMMON=$(json "['search_common']" <<<"$SEED")
     S=$(start_genied "$D" "$tag"); PID=$(json "['pid']" <<<"$S"); PIDS+=("$PID")
     READY=$(json "['ready_ms']" <<<"$S")
     # Anything a start leaves running in the background is done before measuring: the
@@ -131,6 +133,7 @@ for users in $SCALE_USERS; do
       run stats '{"resource":"leads","action":"stats"}'
       run genies '{"resource":"genies","action":"all","data":{"limit":50}}'
       run search "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"$SEARCH\"}}"
+      run search_common "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"$SEARCH_COMMON\"}}"
       run conversations '{"resource":"conversations","action":"all","data":{"limit":50}}'
     done
     "$LOADGEN" --name peak --concurrency 64 --duration-secs "$DURATION" --warmup-secs 0 "${AUTH[@]}" \
@@ -169,8 +172,8 @@ import json, os, statistics, sys
 out, sizes, users, load0, load1, dur = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5], sys.argv[6]
 rounds = int(sys.argv[7])
 backup = lambda f: "–" if f["backup_s"] is None else f"{f['backup_s']} s"
-names = ["get", "list", "offset", "cursor", "stats", "genies", "search", "conversations"]
-heads = "| lead get | all 50 by status | deep by offset | deep by cursor | stats | genies all 50 | documents search | conversations all 50 |"
+names = ["get", "list", "offset", "cursor", "stats", "genies", "search", "search_common", "conversations"]
+heads = "| lead get | all 50 by status | deep by offset | deep by cursor | stats | genies all 50 | documents search: rare words | common words | conversations all 50 |"
 def latencies(tag, s):
     """The mean latency of each round in µs (1 / rate at concurrency 1), and the errors."""
     v, errors = [], 0
@@ -185,7 +188,7 @@ print("Mean latency, one client (examples/loadgen, concurrency 1)"
       + (f"; the median of {rounds} rounds, their range below it:" if rounds > 1 else ":"))
 print()
 print("| leads | users | user's leads " + heads)
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 median = {}
 for u in users:
     for n in sizes:
@@ -208,7 +211,7 @@ if len(sizes) > 1:
     print(f"{int(large):,} leads against {int(small):,} (the medians' ratio):")
     print()
     print("| users " + heads)
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for u in users:
         cells = []
         for s in names:
