@@ -7,9 +7,11 @@
 //! reader tokens carry weight 0: they never add to a score, but `bm25` still walked the
 //! owner's list, one entry for every chunk the user has. With real text, where the words are
 //! rarer than the owner's token, that walk was a third to a half of the database's time for
-//! a search of one user's 10,000 documents (docs/performance.md, round twenty-three). This function computes exactly what `bm25` computes (the same sums
-//! in the same order; a phrase with no weight in a row adds 0 to its score either way) and
-//! leaves out the counts nothing uses.
+//! a search of one user's 10,000 documents (docs/performance.md, round twenty-three).
+//!
+//! This function computes exactly what `bm25` computes (the same sums in the same order; a
+//! phrase with no weight in a row adds 0 to its score either way) and leaves out the counts
+//! nothing uses.
 //!
 //! FTS5 takes ranking functions only through its C interface, so this module is the second
 //! place in genied with `unsafe` code (the first is `main`'s SQLite configuration).
@@ -95,7 +97,7 @@ struct Query {
 }
 
 unsafe extern "C" fn drop_query(p: *mut c_void) {
-    // SAFETY: FTS5 calls this once, with the pointer `query` handed it from `Box::into_raw`.
+    // SAFETY: FTS5 calls this once, with the pointer `score` gave it from `Box::into_raw`.
     drop(unsafe { Box::from_raw(p.cast::<Query>()) });
 }
 
@@ -104,7 +106,7 @@ unsafe extern "C" fn count_row(
     _fts: *mut ffi::Fts5Context,
     n: *mut c_void,
 ) -> c_int {
-    // SAFETY: `n` is the `i64` `idf` passes to `xQueryPhrase`, alive for its whole call.
+    // SAFETY: `n` is the `i64` that `score` passes to `xQueryPhrase`, alive for its call.
     unsafe { *n.cast::<i64>() += 1 };
     ffi::SQLITE_OK
 }
