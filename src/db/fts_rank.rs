@@ -58,31 +58,17 @@ pub fn register(c: &rusqlite::Connection) -> rusqlite::Result<()> {
             }
         }
         ffi::sqlite3_finalize(st);
-        if rc != ffi::SQLITE_OK {
-            return Err(rusqlite::Error::SqliteFailure(
-                ffi::Error::new(rc),
-                Some("fts5_api".into()),
+        let failed =
+            |rc, what: &str| rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(what.into()));
+        check(rc).map_err(|rc| failed(rc, "fts5_api"))?;
+        let Some(create) = api.as_ref().and_then(|a| a.xCreateFunction) else {
+            return Err(failed(
+                ffi::SQLITE_ERROR,
+                "this SQLite has no FTS5 function interface",
             ));
-        }
-        let create = match api
-            .as_ref()
-            .and_then(|a| (a.iVersion >= 2).then_some(a.xCreateFunction))
-        {
-            Some(Some(f)) => f,
-            _ => {
-                return Err(rusqlite::Error::SqliteFailure(
-                    ffi::Error::new(ffi::SQLITE_ERROR),
-                    Some("this SQLite has no FTS5 function interface".into()),
-                ));
-            }
         };
         let rc = create(api, NAME.as_ptr(), ptr::null_mut(), Some(bm25), None);
-        if rc != ffi::SQLITE_OK {
-            return Err(rusqlite::Error::SqliteFailure(
-                ffi::Error::new(rc),
-                Some("genied_bm25".into()),
-            ));
-        }
+        check(rc).map_err(|rc| failed(rc, "genied_bm25"))?;
     }
     Ok(())
 }
