@@ -643,19 +643,26 @@ pub fn search_sql(postgres: bool, genie: bool) -> String {
     // `+` keeps SQLite from handing the list to FTS5, which would run the whole query again
     // for each id). SQLite takes the snippet only of a match that enters the best few so
     // far. bm25's weights: the words' column counts, the reader tokens do not, and
-    // `genied_bm25` (db::fts_rank) does not count the tokens' rows as FTS5's `bm25` would.
-    let genie_cond = if genie {
-        " AND +document_chunks_fts.rowid IN (SELECT ch.id FROM genie_documents gd
-              JOIN document_chunks ch ON ch.document_id = gd.document_id WHERE gd.genie_id = ?)"
+    // `genied_bm25_best` (db::fts_rank) does not count the tokens' rows as FTS5's `bm25`
+    // would, reads no size of a match that cannot be among the `limit` best (it is told the
+    // limit, and nothing after it drops a row), and keeps the words' counts by the match
+    // text, on the connection, while the index stays as it was.
+    let (genie_cond, limit) = if genie {
+        (
+            " AND +document_chunks_fts.rowid IN (SELECT ch.id FROM genie_documents gd
+              JOIN document_chunks ch ON ch.document_id = gd.document_id WHERE gd.genie_id = ?2)",
+            3,
+        )
     } else {
-        ""
+        ("", 2)
     };
     format!(
-        "SELECT document_chunks_fts.rowid, genied_bm25(document_chunks_fts, 1.0, 0.0) AS rank,
+        "SELECT document_chunks_fts.rowid,
+                genied_bm25_best(document_chunks_fts, ?{limit}, ?1, 1.0, 0.0) AS rank,
                 snippet(document_chunks_fts, 0, '[', ']', '…', 16)
          FROM document_chunks_fts
-         WHERE document_chunks_fts MATCH ?{genie_cond}
-         ORDER BY rank, document_chunks_fts.rowid LIMIT ?"
+         WHERE document_chunks_fts MATCH ?1{genie_cond}
+         ORDER BY rank, document_chunks_fts.rowid LIMIT ?{limit}"
     )
 }
 
