@@ -31,8 +31,10 @@
 //! hold while the index is as it was: each statement reads the index's structure record
 //! and averages in its own snapshot, and FTS5 writes a new structure, with a higher write
 //! counter, for every change to the index (with its automerge on and `secure-delete` off,
-//! as genied leaves them). It reads `document_chunks_fts`'s records, so it ranks that
-//! table only, and says so (an error) if the records' row count is not the ranked table's.
+//! as genied leaves them). In a write transaction, where FTS5 may hold changes its records
+//! do not show yet, it counts as `genied_bm25` does. It reads `document_chunks_fts`'s
+//! records, so it ranks that table only, and says so (an error) if the records' row count
+//! is not the ranked table's.
 //!
 //! FTS5 takes ranking functions only through its C interface, so this module is the second
 //! place in genied with `unsafe` code (the first is `main`'s SQLite configuration).
@@ -396,7 +398,13 @@ unsafe fn score(
                 w >= 0.0 && w.is_finite()
             });
             let k = ranked.as_ref().map_or(0, |r| r.k);
+            // In a write transaction FTS5 may hold changes that its records do not show
+            // yet: there the counts are neither taken nor kept.
+            let writing = ranked.as_ref().is_some_and(|r| {
+                ffi::sqlite3_txn_state(r.db, c"main".as_ptr()) == ffi::SQLITE_TXN_WRITE
+            });
             let counts = match &ranked {
+                Some(_) if writing => None,
                 Some(r) => {
                     let key: Box<[u8]> = r.key.into();
                     let (version, counted) = index_version(r.db)?;
@@ -837,5 +845,24 @@ mod tests {
         let before = counted();
         compare(&c);
         assert_eq!(counted() - before, 2);
+
+        // Inside a write transaction that has changed the index, nothing kept is used: the
+        // change (one more "warranty") is not in the index's records before the commit.
+        c.execute_batch(
+            "BEGIN;
+             INSERT INTO document_chunks_fts (rowid, content, readers)
+                 VALUES (6, 'warranty card week', 'ua');",
+        )
+        .unwrap();
+        let before = counted();
+        let pending = compare(&c);
+        assert_eq!(
+            counted(),
+            before,
+            "kept counts were used in a write transaction"
+        );
+        assert_ne!(pending, after);
+        c.execute_batch("COMMIT").unwrap();
+        assert_eq!(compare(&c), pending);
     }
 }
