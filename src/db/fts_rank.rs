@@ -150,8 +150,8 @@ struct Counts {
 }
 
 /// The match texts one connection keeps counts for; past it, it starts over. A search's
-/// text is at most a few hundred bytes, so this bounds a connection's counts to some
-/// hundred kilobytes.
+/// text is at most a couple of kilobytes (a query of up to 1,000 characters, quoted), so
+/// this bounds a connection's counts to a few hundred kilobytes.
 const COUNTS_KEPT: usize = 256;
 
 /// The table whose records version [`Counts`]: the shadow table of the one index
