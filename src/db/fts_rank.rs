@@ -307,6 +307,14 @@ unsafe extern "C" fn bm25(
     // SAFETY: FTS5 calls this with its own, valid API table and context, and `n_val` values
     // at `vals`, for the time of the call.
     let result = unsafe { score(&*api, fts, None, n_val, vals) };
+    // SAFETY: `ctx` is FTS5's, for the time of this call.
+    unsafe { answer(ctx, result) }
+}
+
+/// Sets a ranking function's result: the negated score (better is lower, as for `bm25`),
+/// or the error.
+unsafe fn answer(ctx: *mut ffi::sqlite3_context, result: Result<f64, c_int>) {
+    // SAFETY: the caller's `ctx` is the calling function's own, valid for its call.
     match result {
         Ok(s) => unsafe { ffi::sqlite3_result_double(ctx, -s) },
         Err(rc) => unsafe { ffi::sqlite3_result_error_code(ctx, rc) },
@@ -343,10 +351,8 @@ unsafe extern "C" fn bm25_best(
             score(&*api, fts, Some(best), n_val - 2, vals.add(2))
         }
     };
-    match result {
-        Ok(s) => unsafe { ffi::sqlite3_result_double(ctx, -s) },
-        Err(rc) => unsafe { ffi::sqlite3_result_error_code(ctx, rc) },
-    }
+    // SAFETY: as above.
+    unsafe { answer(ctx, result) }
 }
 
 /// What [`BEST`] is told besides the weights: how many rows the statement keeps, its
