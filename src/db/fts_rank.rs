@@ -53,8 +53,8 @@ pub const NAME: &CStr = c"genied_bm25";
 /// keeps only the best `k` rows, with its `MATCH` text (see the module's doc).
 pub const BEST: &CStr = c"genied_bm25_best";
 
-/// Adds [`NAME`] and [`BEST`] to a connection's FTS5. Every connection that searches needs it: FTS5's
-/// functions belong to one connection.
+/// Adds [`NAME`] and [`BEST`] to a connection's FTS5. Every connection that searches needs
+/// them: FTS5's functions belong to one connection.
 pub fn register(c: &rusqlite::Connection) -> rusqlite::Result<()> {
     // SAFETY: the handle is the open connection's and is used only while `c` is borrowed,
     // on this thread. `fts5(?1)` is FTS5's documented way to hand out its `fts5_api`: the
@@ -226,7 +226,8 @@ unsafe fn index_version(db: *mut ffi::sqlite3) -> Result<(Vec<u8>, i64), c_int> 
             ffi::sqlite3_blob_close(blob);
             check(rc)?;
             if rowid == 1 {
-                return Ok((version.clone(), varint(&version[at..])));
+                let rows = varint(&version[at..]);
+                return Ok((version, rows));
             }
         }
     }
