@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::db::genie_moves::{self as store, Move};
 use crate::db::genies::{self as repo, PhoneRow};
+use crate::db::{self, genie_providers};
 use crate::error::{ApiError, ApiResult, Kind};
 use crate::events::Event;
 use crate::knowledge::agents::{kb_for, lock_genie, record_provider_state, voice_for};
@@ -171,10 +172,10 @@ pub async fn move_genie(
             e.message,
             from.name()
         );
-        if let Err(ce) = undo(app, &m, &target).await {
+        if let Err(ce) = undo(app, &m, &target, reason.clone()).await {
             tracing::warn!(genie = %genie_id, error = %ce, "could not remove all a failed move made; the resolve job retries");
+            record_provider_state(app, genie_id, "failed", Some(reason.clone())).await;
         }
-        record_provider_state(app, genie_id, "failed", Some(reason.clone())).await;
         return Err(match e.kind {
             Kind::Validation | Kind::Conflict => ApiError::new(e.kind, reason),
             _ => ApiError::upstream(reason),
@@ -245,7 +246,13 @@ pub async fn move_genie(
     let (genie, raised) = match switched {
         Ok(s) => s,
         Err(e) => {
-            if let Err(ce) = undo(app, &m, &target).await {
+            let reason = format!(
+                "moving to '{}' failed while switching over: {}; the genie still runs on '{}'",
+                target.name(),
+                e.message,
+                from.name()
+            );
+            if let Err(ce) = undo(app, &m, &target, reason).await {
                 tracing::warn!(genie = %genie_id, error = %ce, "could not remove all a failed move made; the resolve job retries");
             }
             return Err(e);
@@ -263,9 +270,11 @@ pub async fn move_genie(
     ))
 }
 
-/// Removes what a move made at its target (numbers, agent, document copies) and ends its
-/// row. An error leaves the row (and what is left) for the resolve job.
-async fn undo(app: &AppState, m: &Move, target: &DynVoice) -> ApiResult<()> {
+/// Removes what a move made at its target (numbers, agent, document copies), then ends its
+/// row and records the provider state `failed` with `reason` in one transaction, so no
+/// reader sees the move gone and the genie's state not yet saying why. An error leaves the
+/// row (and what is left) for the resolve job.
+async fn undo(app: &AppState, m: &Move, target: &DynVoice, reason: String) -> ApiResult<()> {
     for n in &m.created_numbers {
         target.release_number(n).await?;
     }
@@ -284,7 +293,14 @@ async fn undo(app: &AppState, m: &Move, target: &DynVoice) -> ApiResult<()> {
         }
     }
     let gid = m.genie_id.clone();
-    app.db.write(move |c| Ok(store::end_move(c, &gid)?)).await
+    let default = app.voice.default().name();
+    app.db
+        .write(move |c| {
+            store::end_move(c, &gid)?;
+            genie_providers::set_state(c, &gid, default, "failed", Some(&reason), &db::now())?;
+            Ok(())
+        })
+        .await
 }
 
 /// The `genie.move_resolve` job: a move row still there once no move holds the genie's lock
@@ -300,16 +316,9 @@ pub async fn resolve_job(app: &AppState, payload: &Value) -> ApiResult<()> {
         return Ok(());
     };
     let target = app.voice.named(Some(&m.to_provider))?.clone();
-    undo(app, &m, &target).await?;
-    record_provider_state(
-        app,
-        genie_id,
-        "failed",
-        Some(format!(
-            "moving to '{}' was interrupted (the service stopped); what it made there was removed and the genie still runs on '{}'",
-            m.to_provider, m.from_provider
-        )),
-    )
-    .await;
-    Ok(())
+    let reason = format!(
+        "moving to '{}' was interrupted (the service stopped); what it made there was removed and the genie still runs on '{}'",
+        m.to_provider, m.from_provider
+    );
+    undo(app, &m, &target, reason).await
 }
