@@ -252,8 +252,9 @@ pub async fn move_genie(
                 e.message,
                 from.name()
             );
-            if let Err(ce) = undo(app, &m, &target, reason).await {
+            if let Err(ce) = undo(app, &m, &target, reason.clone()).await {
                 tracing::warn!(genie = %genie_id, error = %ce, "could not remove all a failed move made; the resolve job retries");
+                record_provider_state(app, genie_id, "failed", Some(reason)).await;
             }
             return Err(e);
         }
