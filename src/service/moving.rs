@@ -166,16 +166,7 @@ pub async fn move_genie(
     }
     .await;
     if let Err((step, e)) = outcome {
-        let reason = format!(
-            "moving to '{}' failed while {step}: {}; the genie still runs on '{}'",
-            target.name(),
-            e.message,
-            from.name()
-        );
-        if let Err(ce) = undo(app, &m, &target, reason.clone()).await {
-            tracing::warn!(genie = %genie_id, error = %ce, "could not remove all a failed move made; the resolve job retries");
-            record_provider_state(app, genie_id, "failed", Some(reason.clone())).await;
-        }
+        let reason = abandon(app, &m, &target, from.name(), &step, &e).await;
         return Err(match e.kind {
             Kind::Validation | Kind::Conflict => ApiError::new(e.kind, reason),
             _ => ApiError::upstream(reason),
@@ -246,16 +237,7 @@ pub async fn move_genie(
     let (genie, raised) = match switched {
         Ok(s) => s,
         Err(e) => {
-            let reason = format!(
-                "moving to '{}' failed while switching over: {}; the genie still runs on '{}'",
-                target.name(),
-                e.message,
-                from.name()
-            );
-            if let Err(ce) = undo(app, &m, &target, reason.clone()).await {
-                tracing::warn!(genie = %genie_id, error = %ce, "could not remove all a failed move made; the resolve job retries");
-                record_provider_state(app, genie_id, "failed", Some(reason)).await;
-            }
+            abandon(app, &m, &target, from.name(), "switching over", &e).await;
             return Err(e);
         }
     };
@@ -269,6 +251,29 @@ pub async fn move_genie(
               "numbers": new_phones.iter().map(|n| n.number.clone()).collect::<Vec<_>>()}),
         genie,
     ))
+}
+
+/// A move that failed at `step` with `e`: what it made is removed and the genie's provider
+/// state records `failed` with the reason, which is returned. Should the removal fail, the
+/// state is recorded on its own and the move's row is left for the resolve job.
+async fn abandon(
+    app: &AppState,
+    m: &Move,
+    target: &DynVoice,
+    from: &str,
+    step: &str,
+    e: &ApiError,
+) -> String {
+    let reason = format!(
+        "moving to '{}' failed while {step}: {}; the genie still runs on '{from}'",
+        target.name(),
+        e.message,
+    );
+    if let Err(ce) = undo(app, m, target, reason.clone()).await {
+        tracing::warn!(genie = %m.genie_id, error = %ce, "could not remove all a failed move made; the resolve job retries");
+        record_provider_state(app, &m.genie_id, "failed", Some(reason.clone())).await;
+    }
+    reason
 }
 
 /// Removes what a move made at its target (numbers, agent, document copies), then ends its
