@@ -71,34 +71,36 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
             "requeued jobs left running by a previous process"
         );
     }
-    // Document files a crash left without a record (see `knowledge::store`).
+    // Document files a crash left without a record (`knowledge::store::Store::sweep`): swept
+    // beside the start, as the work grows with the store (and a bucket's listing can take a
+    // while); a store that cannot be listed costs a log line.
     let files = crate::knowledge::store::Store::new(documents.clone());
-    let swept = files.sweep(&db).map_err(|e| anyhow::anyhow!("{e}"))?;
-    if swept > 0 {
-        tracing::warn!(
-            count = swept,
-            "removed document files no record names (left by a crash)"
-        );
+    let sweep = {
+        let (db, store) = (db.clone(), documents.describe());
+        async move {
+            match files.sweep(&db).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    count = n,
+                    store = %store,
+                    "removed document files no record names (left by a crash)"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e.message, store = %store, "could not sweep the document store")
+                }
+            }
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => drop(rt.spawn(sweep)),
+        // Built outside a runtime (no caller does so today): swept here and now.
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(sweep),
     }
     if !documents.is_file() {
         tracing::info!(store = %documents.describe(), "document files are kept in an object store");
-        // Listing a bucket can take a while: swept in the background, where a store that is
-        // down only costs a log line.
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let db = db.clone();
-            rt.spawn(async move {
-                match files.sweep_objects(&db).await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::warn!(
-                        count = n,
-                        "removed document objects no record names (left by a crash)"
-                    ),
-                    Err(e) => {
-                        tracing::warn!(error = %e.message, "could not sweep the document store")
-                    }
-                }
-            });
-        }
     }
     let prices = match &config.llm_prices {
         Some(path) => crate::prices::Prices::load(path)?,
@@ -202,6 +204,15 @@ pub async fn serve(
 /// Pins every genie without a provider row to `provider` (see `build`); a failure is
 /// logged, and the next start tries again.
 fn adopt_unassigned(db: &Db, provider: &'static str) {
+    // Looked for on a read connection first: the scan takes milliseconds at 10,000 genies,
+    // and on the writer the readiness probe's first write would wait for it.
+    match db.read_blocking(|c| Ok(crate::db::genie_providers::any_unassigned(c)?)) {
+        Ok(false) => return,
+        Ok(true) => {}
+        Err(e) => {
+            tracing::warn!(error = %e.message, "could not look for genies without a provider row")
+        }
+    }
     let adopted = db.write_blocking(move |c| {
         Ok(crate::db::genie_providers::adopt_unassigned(
             c,

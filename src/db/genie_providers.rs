@@ -65,6 +65,19 @@ pub fn set_state(
     Ok(())
 }
 
+/// Whether any genie has no provider row (what [`adopt_unassigned`] would pin), asked on a
+/// read connection: once every genie has its row, as it does after the first start since
+/// provider rows exist, a start need not take the writer for it.
+pub fn any_unassigned(c: &Connection) -> rusqlite::Result<bool> {
+    let n: i64 = c.query_row(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM genies
+             WHERE id NOT IN (SELECT genie_id FROM genie_providers) LIMIT 1) AS unassigned",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(n > 0)
+}
+
 /// Pins every genie without a provider row to `default`: the provider it was made in, before
 /// genies could name one. Run at start-up, so a later change of `--voice-provider` does not
 /// move existing genies' agents out from under them.

@@ -16,9 +16,7 @@
 //! - The price of both orders is that a crash between them leaves a file no record names: a
 //!   write whose record never committed, or a `collect` that never ran. The SIGKILL test of
 //!   `tests/it/durability.rs` produced such orphans in every run. `sweep` removes them, with
-//!   leftover temp files, when the service starts.
-
-use std::collections::HashSet;
+//!   leftover temp files, beside each start of the service.
 
 use crate::db::{self, Db};
 use crate::document_store::{DocumentStore, Entry, ReadError, Staged};
@@ -88,66 +86,55 @@ impl Store {
         }
     }
 
-    /// Removes every file no document record names and every leftover temp file of the file
-    /// store; returns how many. Run at startup. It looks and removes while holding the
-    /// database's write lock (inside a write transaction): every `commit` happens inside a
-    /// write transaction too, so no file whose record is about to commit can be taken for an
-    /// orphan, even one written by another process on the same data directory.
-    ///
-    /// On the file store this runs here and now (a directory walk); an S3 store is swept by
-    /// [`Store::sweep_objects`], in the background.
-    pub fn sweep(&self, db: &Db) -> ApiResult<usize> {
-        if !self.files.is_file() {
-            return Ok(0);
-        }
-        db.write_blocking(|c| {
-            let entries = self
-                .files
-                .list_blocking()
-                .map_err(crate::error::ApiError::internal)?;
-            let used = db::documents::stored_hashes(c)?;
-            Ok(self.remove_orphans(&entries, &used, None))
-        })
-    }
-
-    /// The sweep of an S3 store: the listing (which may be long) runs outside the database;
-    /// each orphan is looked at again and removed inside one write transaction, and only
-    /// when older than [`S3_SWEEP_GRACE`] (an upload refreshes an object's age).
-    pub async fn sweep_objects(&self, db: &Db) -> ApiResult<usize> {
-        if self.files.is_file() {
-            return Ok(0);
-        }
+    /// Removes every file no document record names, and every leftover temp file of the
+    /// file store; returns how many. Run beside each start, not before it: at 10,000
+    /// documents, listing their files and reading every record's hashes took a start from
+    /// 30 to 150 ms (docs/performance.md, round twenty-five), and the work grows with the
+    /// store. So the listing and the comparison with the records run outside the database's
+    /// write lock, and only the files that look unused are looked at again, and removed,
+    /// inside one write transaction (none at all when nothing looks unused):
+    /// - a record committed since the comparison names its file by then, and the file stays;
+    /// - the file store writes a file only inside the write transaction of the record naming
+    ///   it (`commit`, in any process on the data directory: the lock is SQLite's), so while
+    ///   the sweep holds that lock no write is half done, and a temp file it still finds is
+    ///   one a crash left (one whose write has finished since the listing is gone, and its
+    ///   removal does nothing);
+    /// - an S3 object is uploaded before that transaction (`stage`), so a young one may be an
+    ///   upload whose record has not committed yet: only objects older than
+    ///   [`S3_SWEEP_GRACE`] go (an upload refreshes an object's age).
+    pub async fn sweep(&self, db: &Db) -> ApiResult<usize> {
         let entries = self.files.list().await?;
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let used = db.read(|c| Ok(db::documents::stored_hashes(c)?)).await?;
+        let unused: Vec<Entry> = entries
+            .into_iter()
+            .filter(|e| e.temp || !used.contains(&e.name))
+            .collect();
+        if unused.is_empty() {
+            return Ok(0);
+        }
         let this = self.clone();
         db.write(move |c| {
-            let used = db::documents::stored_hashes(c)?;
-            let cutoff = chrono::Utc::now() - S3_SWEEP_GRACE;
-            Ok(this.remove_orphans(&entries, &used, Some(cutoff)))
+            let older_than = (!this.files.is_file()).then(|| chrono::Utc::now() - S3_SWEEP_GRACE);
+            let mut removed = 0;
+            for e in &unused {
+                if !e.temp && db::documents::hash_uses(c, &e.name)? > 0 {
+                    continue;
+                }
+                if let Some(cutoff) = older_than {
+                    // Asked again now, under the write lock: the listing may be stale.
+                    match this.files.modified_blocking(&e.key) {
+                        Ok(Some(m)) if m < cutoff => {}
+                        _ => continue,
+                    }
+                }
+                this.files.remove_blocking(&e.key);
+                removed += 1;
+            }
+            Ok(removed)
         })
         .await
-    }
-
-    fn remove_orphans(
-        &self,
-        entries: &[Entry],
-        used: &HashSet<String>,
-        older_than: Option<chrono::DateTime<chrono::Utc>>,
-    ) -> usize {
-        let mut removed = 0;
-        for e in entries {
-            if !e.temp && used.contains(&e.name) {
-                continue;
-            }
-            if let Some(cutoff) = older_than {
-                // Asked again now, under the write lock: the listing may be stale.
-                match self.files.modified_blocking(&e.key) {
-                    Ok(Some(m)) if m < cutoff => {}
-                    _ => continue,
-                }
-            }
-            self.files.remove_blocking(&e.key);
-            removed += 1;
-        }
-        removed
     }
 }

@@ -495,6 +495,11 @@ async fn acknowledged_writes_survive_sigkill() {
         acked_runs.len(),
         runs.len()
     );
+    // The files the kills left without a record go in the sweep beside the start.
+    crate::common::wait_until("the start's sweep of unreferenced files", async || {
+        (admin_check(&data).1["orphaned_files"] == json!([])).then_some(())
+    })
+    .await;
     child.kill();
 
     // No pipeline job is left behind.
@@ -567,9 +572,9 @@ async fn admin_check_reports_missing_and_orphaned_document_files() {
     assert_eq!(report["missing_files"], json!([name]));
 }
 
-/// The start-up sweep removes document files no record names (what a crash between writing a
-/// file and committing its record leaves) and leftover temp files, and keeps every file a
-/// record names.
+/// The sweep beside each start removes document files no record names (what a crash between
+/// writing a file and committing its record leaves) and leftover temp files, and keeps every
+/// file a record names, also one a new record names while the sweep is under way.
 #[tokio::test]
 async fn startup_sweeps_unreferenced_document_files() {
     let app = crate::common::TestApp::spawn().await;
@@ -609,11 +614,37 @@ async fn startup_sweeps_unreferenced_document_files() {
     std::fs::create_dir_all(docs.join("cd")).unwrap();
     std::fs::write(docs.join("cd").join(&stray), b"left by a crash").unwrap();
     std::fs::write(docs.join("cd").join(".tmp-0123"), b"half a write").unwrap();
+    // A file no record names yet, whose bytes a document created as the service starts will
+    // name: whichever of the sweep and that create comes first, the file is there at the end
+    // (the sweep looks again under the write lock; a create after it writes the file anew).
+    let late = "a note created while the sweep may still be looking";
+    let late_hash = genied::document_store::DocumentStore::hash(late.as_bytes());
+    std::fs::create_dir_all(docs.join(&late_hash[..2])).unwrap();
+    std::fs::write(docs.join(&late_hash[..2]).join(&late_hash), late).unwrap();
 
     let app = app.restart().await;
+    let late_id = app
+        .call(
+            &u.token,
+            "knowledge-base",
+            "create",
+            None,
+            json!({"title": "late", "content": late}),
+        )
+        .await
+        .ok(201)["document"]["id"]
+        .clone();
     let docs = app.dir.path().join("documents");
-    assert!(!docs.join("cd").join(&stray).exists());
+    // The sweep runs beside the start, and removes what it removes in one transaction.
+    crate::common::wait_until("the start's sweep", async || {
+        (!docs.join("cd").join(&stray).exists()).then_some(())
+    })
+    .await;
     assert!(!docs.join("cd").join(".tmp-0123").exists());
+    assert_eq!(
+        crate::common::documents::stored_file(&docs, &late_hash).as_deref(),
+        Some(late.as_bytes())
+    );
     let kept = genied::document_store::DocumentStore::hash(content.as_bytes());
     assert_eq!(
         crate::common::documents::stored_file(&docs, &kept).as_deref(),
@@ -623,6 +654,10 @@ async fn startup_sweeps_unreferenced_document_files() {
         .call(&u.token, "knowledge-base", "get", Some(id), json!({}))
         .await;
     assert_eq!(d.ok(200)["document"]["status"], json!("completed"));
+    let d = app
+        .call(&u.token, "knowledge-base", "get", Some(late_id), json!({}))
+        .await;
+    assert_eq!(d.ok(200)["document"]["name"], json!("late"));
     let (ok, report) = admin_check(app.dir.path());
     assert!(ok, "{report}");
 }
