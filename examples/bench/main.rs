@@ -11,7 +11,8 @@
 //!   --documents K --ids-out F`: the scale mode's data (`SCALE=1 compare.sh`): U users (the
 //!   one of `E` and U-1 more), G genies, N leads, C conversations with transcripts and K
 //!   completed documents of text chained from the project's guides (three chunks of 80 to 160
-//!   words each, indexed for full-text search),
+//!   words each, indexed for full-text search; each with its two files in the file store, the
+//!   original as typed and the extracted text, as the service keeps them),
 //!   shared out round robin between the users; through genied's db layer in transactions of
 //!   20,000 rows; then the leads' search index, as the service's indexer would build it.
 //!   Writes the ids of `E`'s leads to F and prints `{"genie_id", "search", "search_common"}`
@@ -659,6 +660,16 @@ fn scale_seed(
         Ok(())
     })?;
     let prose = Prose::new();
+    let files = config.documents_dir();
+    // The file store's layout (`DocumentStore::key_of`); written without the service's
+    // fsyncs, which a seed does not need.
+    let store = |bytes: &[u8]| -> anyhow::Result<String> {
+        let hash = genied::document_store::DocumentStore::hash(bytes);
+        let path = files.join(genied::document_store::DocumentStore::key_of(&hash));
+        std::fs::create_dir_all(path.parent().context("a file store path has a parent")?)?;
+        std::fs::write(&path, bytes)?;
+        Ok(hash)
+    };
     seed_in_batches(&db, documents, "documents", |c, k| {
         let mut rng = rand::rngs::StdRng::seed_from_u64(1_000_000 + k as u64);
         let chunks: Vec<String> = (0..3)
@@ -667,8 +678,10 @@ fn scale_seed(
                 prose.passage(&mut rng, n)
             })
             .collect();
-        let size: usize = chunks.iter().map(String::len).sum();
         let title = format!("{} {} {k}", WORDS[k % 97], WORDS[(k / 97) % 97]);
+        let text = chunks.join("\n\n");
+        let original = store(format!("{title}\n\n{text}").as_bytes())?;
+        let content = store(text.as_bytes())?;
         let id = db::documents::insert(
             c,
             &db::documents::NewDocument {
@@ -678,13 +691,14 @@ fn scale_seed(
                 status: "completed",
                 folder_id: None,
                 is_public: false,
-                size_bytes: size as i64,
+                size_bytes: text.len() as i64,
                 source_url: None,
-                original_hash: None,
+                original_hash: Some(&original),
                 filename: None,
                 options: &json!({}),
             },
         )?;
+        db::documents::set_content_hash(c, &id, &content)?;
         db::documents::replace_chunks(c, &id, &chunks)?;
         Ok(())
     })?;

@@ -9,7 +9,8 @@
 # For each size N (SCALE_LEADS, default "100000 1000000") and user count U (SCALE_USERS,
 # default "1 100"), on a fresh data directory: N leads, N/10 conversations, N/100 genies and
 # N/100 documents of text chained from the project's guides (three chunks each, full-text
-# indexed), shared out round robin between U users, seeded through genied's db layer
+# indexed; each with its original and extracted text in the file store, two files, as the
+# service keeps a typed text), shared out round robin between U users, seeded through genied's db layer
 # (examples/bench scale-seed). Then, as the first user (who has N/U leads), one client at a
 # time (examples/loadgen, concurrency 1, so the mean latency is 1/rate): lead get, lead `all`
 # by status (page 50), the same page deep by offset (N/U/8) and by cursor (at the same
