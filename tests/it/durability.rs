@@ -329,7 +329,7 @@ async fn acknowledged_writes_survive_sigkill() {
         }
         // Straight after the kill, before the restart: no record names a missing file. Files
         // no record names yet may be there (a document's file is written before its record
-        // commits); the next start removes them.
+        // commits); the sweep beside the next start removes them.
         let report = admin_check(&data).1;
         assert_eq!(report["integrity"], json!("ok"), "{report}");
         assert_eq!(report["missing_files"], json!([]), "{report}");
