@@ -623,17 +623,7 @@ async fn startup_sweeps_unreferenced_document_files() {
     std::fs::write(docs.join(&late_hash[..2]).join(&late_hash), late).unwrap();
 
     let app = app.restart().await;
-    let late_id = app
-        .call(
-            &u.token,
-            "knowledge-base",
-            "create",
-            None,
-            json!({"title": "late", "content": late}),
-        )
-        .await
-        .ok(201)["document"]["id"]
-        .clone();
+    let late_id = crate::common::documents::create_text(&app, &u, "late", late).await;
     let docs = app.dir.path().join("documents");
     // The sweep runs beside the start, and removes what it removes in one transaction.
     crate::common::wait_until("the start's sweep", async || {
@@ -655,7 +645,13 @@ async fn startup_sweeps_unreferenced_document_files() {
         .await;
     assert_eq!(d.ok(200)["document"]["status"], json!("completed"));
     let d = app
-        .call(&u.token, "knowledge-base", "get", Some(late_id), json!({}))
+        .call(
+            &u.token,
+            "knowledge-base",
+            "get",
+            Some(json!(late_id)),
+            json!({}),
+        )
         .await;
     assert_eq!(d.ok(200)["document"]["name"], json!("late"));
     let (ok, report) = admin_check(app.dir.path());
