@@ -255,6 +255,43 @@ async fn housekeeping(app: AppState, mut stop: watch::Receiver<bool>) {
 /// operator, once: where that file is, never the password, which would otherwise live on in
 /// logs (journald, container log drivers) readable by more people than the file.
 pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
+    bootstrap_first_admin_with(app, FirstAdmin::default())
+}
+
+/// The first administrator's password and its hash, made ahead on a thread of its own when
+/// the start is on a new SQLite file (which cannot have a user yet): the hash (Argon2, slow
+/// on purpose, some 40 ms) then runs while the database is made rather than after it. Later
+/// starts make none.
+#[derive(Default)]
+pub struct FirstAdmin(Option<std::thread::JoinHandle<anyhow::Result<(String, String)>>>);
+
+impl FirstAdmin {
+    pub fn hash_early_if_new(config: &Config) -> FirstAdmin {
+        let new = config.postgres_url().is_none() && !config.db_path().exists();
+        FirstAdmin(new.then(|| std::thread::spawn(first_admin_credentials)))
+    }
+
+    fn take(self) -> anyhow::Result<(String, String)> {
+        match self.0 {
+            Some(early) => early.join().map_err(|_| {
+                anyhow::anyhow!("hashing the first administrator's password panicked")
+            })?,
+            None => first_admin_credentials(),
+        }
+    }
+}
+
+fn first_admin_credentials() -> anyhow::Result<(String, String)> {
+    let password = random_password();
+    let hash = auth::passwords::hash(&password)?;
+    Ok((password, hash))
+}
+
+/// [`bootstrap_first_admin`] with the credentials [`FirstAdmin::hash_early_if_new`] began.
+pub fn bootstrap_first_admin_with(
+    app: &AppState,
+    early: FirstAdmin,
+) -> anyhow::Result<Option<String>> {
     let any = app
         .db
         .read_blocking(|c| Ok(db::users::any(c)?))
@@ -262,8 +299,7 @@ pub fn bootstrap_first_admin(app: &AppState) -> anyhow::Result<Option<String>> {
     if any {
         return Ok(None);
     }
-    let password = random_password();
-    let hash = auth::passwords::hash(&password)?;
+    let (password, hash) = early.take()?;
     let email = "admin@localhost";
     // Asked again inside the write: instances starting at once on one PostgreSQL database
     // all saw no user above, and their write transactions take turns, so only the first

@@ -151,8 +151,9 @@ fn main() -> ExitCode {
 
 async fn serve(config: genied::Config) -> anyhow::Result<()> {
     let listen = config.listen.clone();
+    let early = genied::app::FirstAdmin::hash_early_if_new(&config);
     let app = genied::build_app(config)?;
-    if let Some(message) = genied::app::bootstrap_first_admin(&app.state)? {
+    if let Some(message) = genied::app::bootstrap_first_admin_with(&app.state, early)? {
         eprint!("{message}");
     }
     let listener = tokio::net::TcpListener::bind(&listen)

@@ -8,6 +8,7 @@ pub mod activities;
 pub mod analytics;
 pub mod api_keys;
 pub mod auth_epoch;
+mod baseline;
 pub mod call_starts;
 pub mod campaigns;
 pub mod conversation_figures;
@@ -75,7 +76,11 @@ fn run_migrations(conn: &mut rusqlite::Connection) -> anyhow::Result<()> {
     // Temporary storage on disk for the migrations: an index a migration builds is sorted
     // there, which `temp_store = MEMORY` kept in RAM (V41 at a million leads: 131 MB).
     conn.execute_batch("PRAGMA foreign_keys = OFF; PRAGMA temp_store = FILE;")?;
-    let ran = embedded::migrations::runner().run(conn);
+    let runner = embedded::migrations::runner();
+    // A new database takes the schema of the first migrations in one step (see baseline);
+    // the runner then applies those after it.
+    let ran =
+        baseline::apply_if_empty(conn, runner.get_migrations()).and_then(|_| Ok(runner.run(conn)?));
     // Only after a migration ran: the check reads every row of every table with a foreign
     // key (seconds at a million leads), too much for each start.
     let broken: Vec<(String, i64, String)> = match &ran {
