@@ -2,7 +2,7 @@
 //! non-secret part (`account`: the Twilio account SID or the SIP trunk's URI and user) in
 //! clear, the secret part only as ciphertext.
 
-use crate::db::sql::{Connection, params};
+use crate::db::sql::{Connection, OptionalExtension, params};
 
 pub fn insert(
     c: &Connection,
@@ -26,6 +26,16 @@ pub fn all_sealed(c: &Connection) -> rusqlite::Result<Vec<super::webhooks::Seale
     c.prepare("SELECT phone_id, nonce, ciphertext FROM phone_imports ORDER BY phone_id")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect()
+}
+
+/// One stored credential, the first by phone: a probe of which key the stored values open with.
+pub fn first_sealed(c: &Connection) -> rusqlite::Result<Option<super::webhooks::SealedSecret>> {
+    c.query_row(
+        "SELECT phone_id, nonce, ciphertext FROM phone_imports ORDER BY phone_id LIMIT 1",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .optional()
 }
 
 pub fn set_sealed(c: &Connection, phone_id: &str, nonce: &[u8], ct: &[u8]) -> rusqlite::Result<()> {

@@ -116,12 +116,23 @@ pub type SealedSecret = (String, Vec<u8>, Vec<u8>);
 /// Every sealed secret, for master-key probes and rotation.
 pub fn all_sealed(c: &Connection) -> rusqlite::Result<Vec<SealedSecret>> {
     let mut st = c.prepare("SELECT id, secret_sealed FROM webhooks ORDER BY id")?;
-    st.query_map([], |r| {
-        let sealed: Vec<u8> = r.get(1)?;
-        let (nonce, ct) = sealed.split_at(sealed.len().min(12));
-        Ok((r.get(0)?, nonce.to_vec(), ct.to_vec()))
-    })?
-    .collect()
+    st.query_map([], sealed_secret_row)?.collect()
+}
+
+/// One stored secret, the first by id: a probe of which key the stored values open with.
+pub fn first_sealed(c: &Connection) -> rusqlite::Result<Option<SealedSecret>> {
+    c.query_row(
+        "SELECT id, secret_sealed FROM webhooks ORDER BY id LIMIT 1",
+        [],
+        sealed_secret_row,
+    )
+    .optional()
+}
+
+fn sealed_secret_row(r: &Row) -> rusqlite::Result<SealedSecret> {
+    let sealed: Vec<u8> = r.get(1)?;
+    let (nonce, ct) = sealed.split_at(sealed.len().min(12));
+    Ok((r.get(0)?, nonce.to_vec(), ct.to_vec()))
 }
 
 /// The stored form of a sealed secret: the 12-byte nonce followed by the ciphertext.

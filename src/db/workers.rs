@@ -537,6 +537,16 @@ pub fn all_sealed(c: &Connection) -> rusqlite::Result<Vec<Sealed>> {
     st.query_map([], sealed_row)?.collect()
 }
 
+/// One stored credential, the first by id: a probe of which key the stored values open with.
+pub fn first_sealed(c: &Connection) -> rusqlite::Result<Option<Sealed>> {
+    c.query_row(
+        &format!("SELECT {CCOLS} FROM credentials ORDER BY id LIMIT 1"),
+        [],
+        sealed_row,
+    )
+    .optional()
+}
+
 pub fn set_ciphertext(
     c: &Connection,
     id: &str,

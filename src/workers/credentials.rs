@@ -114,6 +114,36 @@ fn sealed_values(c: &Connection) -> rusqlite::Result<Vec<SealedValue>> {
     Ok(out)
 }
 
+/// One stored sealed value, enough to tell which key the stored values open with: a rotation
+/// re-encrypts them all in one transaction, so one answers for all. Reads at most one row a
+/// table, so a start or a credential write costs the same however many are stored.
+fn first_sealed(c: &Connection) -> rusqlite::Result<Option<SealedValue>> {
+    if let Some(s) = db::workers::first_sealed(c)? {
+        return Ok(Some(SealedValue {
+            table: Table::Credential,
+            id: s.meta.id,
+            nonce: s.nonce,
+            ct: s.ciphertext,
+        }));
+    }
+    if let Some((id, nonce, ct)) = db::webhooks::first_sealed(c)? {
+        return Ok(Some(SealedValue {
+            table: Table::Webhook,
+            id,
+            nonce,
+            ct,
+        }));
+    }
+    Ok(
+        db::phone_imports::first_sealed(c)?.map(|(id, nonce, ct)| SealedValue {
+            table: Table::PhoneImport,
+            id,
+            nonce,
+            ct,
+        }),
+    )
+}
+
 fn store_value(c: &Connection, v: &SealedValue, nonce: &[u8], ct: &[u8]) -> rusqlite::Result<()> {
     match v.table {
         Table::Credential => db::workers::set_ciphertext(c, &v.id, nonce, ct),
@@ -159,11 +189,11 @@ pub fn apply_master_key(config: &Config, db: &Db, mut secrets: Secrets) -> anyho
     let path = key_path(config);
     if !path.exists() {
         let stored = db
-            .read_blocking(|c| Ok(sealed_values(c)?.len()))
+            .read_blocking(|c| Ok(first_sealed(c)?.is_some()))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        if stored > 0 {
+        if stored {
             anyhow::bail!(
-                "the master key file {} does not exist, but the database holds {stored} credentials encrypted with a key; \
+                "the master key file {} does not exist, but the database holds credentials encrypted with a key; \
                  restore the key file (or point --master-key-file at it) instead of starting with a new key",
                 path.display()
             );
@@ -178,7 +208,7 @@ pub fn apply_master_key(config: &Config, db: &Db, mut secrets: Secrets) -> anyho
     // A wrong key would make every stored credential unreadable and encrypt new ones with a
     // key the old ones do not share: refuse to start instead.
     let first = db
-        .read_blocking(|c| Ok(sealed_values(c)?.into_iter().next()))
+        .read_blocking(|c| Ok(first_sealed(c)?))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(s) = first
         && !s.opens_with(&secrets.master_key)
@@ -197,11 +227,11 @@ fn finish_pending_rotation(path: &Path, db: &Db) -> anyhow::Result<()> {
     if !pending.exists() {
         return Ok(());
     }
-    let sealed = db
-        .read_blocking(|c| Ok(sealed_values(c)?))
+    let first = db
+        .read_blocking(|c| Ok(first_sealed(c)?))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let committed = match read_key(&pending) {
-        Ok(k) => sealed.first().is_none_or(|s| s.opens_with(&k)),
+        Ok(k) => first.as_ref().is_none_or(|s| s.opens_with(&k)),
         Err(_) => false,
     };
     if committed {
@@ -263,19 +293,19 @@ pub fn rotate_master_key(db: &Db, path: &Path) -> anyhow::Result<usize> {
 /// The key to encrypt a new credential with, decided inside the writer's transaction (so a
 /// concurrent rotation either re-encrypts it afterwards or has already committed).
 pub fn key_for_write(app: &AppState, c: &Connection) -> anyhow::Result<[u8; 32]> {
-    let sealed = sealed_values(c)?;
+    let first = first_sealed(c)?;
     let current = *app
         .workers
         .master_key
         .read()
         .unwrap_or_else(|p| p.into_inner());
-    let probe = |k: &[u8; 32]| sealed.first().is_none_or(|s| s.opens_with(k));
+    let probe = |k: &[u8; 32]| first.as_ref().is_none_or(|s| s.opens_with(k));
     let path = &app.workers.key_path;
     let pending = pending_path(path);
     if pending.exists()
         && let Ok(k) = read_key(&pending)
         && probe(&k)
-        && (sealed.is_empty() || !probe(&current))
+        && (first.is_none() || !probe(&current))
     {
         return Ok(k);
     }

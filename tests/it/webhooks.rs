@@ -648,6 +648,27 @@ async fn signing_secrets_survive_master_key_rotation() {
         .await;
     assert_eq!(r.ok(200)["result"]["succeeded"], json!(true));
     assert!(verify(&rx.wait_for(2).await[1], &secret));
+
+    // With no worker credential stored, the webhook's secret is what a start probes: a key
+    // that does not open it is refused, as it is for a credential.
+    let mut app = app;
+    app.shutdown().await;
+    let good = std::fs::read_to_string(&key_file).unwrap();
+    std::fs::write(&key_file, hex::encode([9u8; 32])).unwrap();
+    let err = genied::build_app(app.state.config.clone())
+        .err()
+        .expect("must refuse");
+    assert!(
+        err.to_string()
+            .contains("does not open the stored credentials"),
+        "{err}"
+    );
+    std::fs::write(&key_file, good).unwrap();
+    let app = app.restart().await;
+    let r = app
+        .call(&u.token, "webhooks", "test", Some(json!(hook)), json!({}))
+        .await;
+    assert_eq!(r.ok(200)["result"]["succeeded"], json!(true));
 }
 
 #[tokio::test]
