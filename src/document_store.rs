@@ -435,10 +435,21 @@ impl DocumentStore {
 
     /// Every stored file, temp files of the file store included.
     pub async fn list(&self) -> ApiResult<Vec<Entry>> {
+        self.list_where(|_, _| true).await
+    }
+
+    /// The stored files for which `keep(name, temp)` holds. It is asked as the listing goes,
+    /// so a caller that keeps few of 20,000 files never holds the other entries (a sweep
+    /// that held them all left each start some 6 MB bigger; docs/performance.md, round
+    /// twenty-seven).
+    pub async fn list_where(
+        &self,
+        keep: impl Fn(&str, bool) -> bool + Send + Sync + 'static,
+    ) -> ApiResult<Vec<Entry>> {
         match &*self.0 {
             Backend::File(dir) => {
                 let dir = dir.clone();
-                tokio::task::spawn_blocking(move || list_files(&dir))
+                tokio::task::spawn_blocking(move || list_files(&dir, keep))
                     .await
                     .map_err(ApiError::internal)?
             }
@@ -447,33 +458,30 @@ impl DocumentStore {
             } => {
                 let root = (!prefix.is_empty()).then(|| Key::from(prefix.as_str()));
                 let (client, p) = (client.clone(), prefix.clone());
-                let metas: Vec<object_store::ObjectMeta> = rt
-                    .run(async move {
-                        client
-                            .list(root.as_ref())
-                            .try_collect()
-                            .await
-                            .map_err(|e| unavailable("list", &p, e))
-                    })
-                    .await??;
                 let strip = if prefix.is_empty() {
                     String::new()
                 } else {
                     format!("{prefix}/")
                 };
-                Ok(metas
-                    .into_iter()
-                    .filter_map(|m| {
-                        let full = m.location.as_ref();
-                        let key = full.strip_prefix(&strip)?.to_string();
-                        let name = m.location.filename()?.to_string();
-                        Some(Entry {
-                            temp: false,
-                            name,
-                            key,
+                rt.run(async move {
+                    client
+                        .list(root.as_ref())
+                        .map_err(|e| unavailable("list", &p, e))
+                        .try_filter_map(|m| {
+                            let entry = m.location.as_ref().strip_prefix(&strip).and_then(|key| {
+                                let name = m.location.filename()?;
+                                keep(name, false).then(|| Entry {
+                                    temp: false,
+                                    name: name.to_string(),
+                                    key: key.to_string(),
+                                })
+                            });
+                            std::future::ready(Ok(entry))
                         })
-                    })
-                    .collect())
+                        .try_collect()
+                        .await
+                })
+                .await?
             }
         }
     }
@@ -481,7 +489,7 @@ impl DocumentStore {
     /// `list` from a thread outside the runtime (the CLI), on a runtime of its own.
     pub fn list_blocking(&self) -> anyhow::Result<Vec<Entry>> {
         if let Backend::File(dir) = &*self.0 {
-            return list_files(dir).map_err(|e| anyhow::anyhow!("{}", e.message));
+            return list_files(dir, |_, _| true).map_err(|e| anyhow::anyhow!("{}", e.message));
         }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -493,7 +501,7 @@ impl DocumentStore {
 
 /// Names only: the directory entries' types come with the listing, and a `stat` of each of
 /// 20,000 files was most of a listing's time (docs/performance.md, round twenty-five).
-fn list_files(dir: &Path) -> ApiResult<Vec<Entry>> {
+fn list_files(dir: &Path, keep: impl Fn(&str, bool) -> bool) -> ApiResult<Vec<Entry>> {
     let mut out = Vec::new();
     let Ok(dirs) = std::fs::read_dir(dir) else {
         return Ok(out);
@@ -505,14 +513,19 @@ fn list_files(dir: &Path) -> ApiResult<Vec<Entry>> {
         let Ok(files) = std::fs::read_dir(d.path()) else {
             continue;
         };
-        let sub = d.file_name().to_string_lossy().into_owned();
+        let sub = d.file_name();
+        let sub = sub.to_string_lossy();
         for f in files.flatten() {
-            let name = f.file_name().to_string_lossy().into_owned();
-            out.push(Entry {
-                temp: name.starts_with(".tmp-"),
-                key: format!("{sub}/{name}"),
-                name,
-            });
+            let name = f.file_name();
+            let name = name.to_string_lossy();
+            let temp = name.starts_with(".tmp-");
+            if keep(&name, temp) {
+                out.push(Entry {
+                    temp,
+                    key: format!("{sub}/{name}"),
+                    name: name.into_owned(),
+                });
+            }
         }
     }
     Ok(out)

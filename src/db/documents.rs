@@ -668,10 +668,23 @@ pub fn search_sql(postgres: bool, genie: bool) -> String {
 
 /// Every file hash a document names (original and extracted text): the files that must stay.
 pub fn stored_hashes(c: &Connection) -> rusqlite::Result<std::collections::HashSet<String>> {
-    // `UNION ALL`: the set drops the repeats, and `UNION` would sort them out in a temp b-tree.
+    let mut out = std::collections::HashSet::new();
+    each_stored_hash(c, |h| {
+        out.insert(h.to_owned());
+    })?;
+    Ok(out)
+}
+
+/// [`stored_hashes`] one at a time, for a caller that keeps them in a smaller form.
+pub fn each_stored_hash(c: &Connection, mut f: impl FnMut(&str)) -> rusqlite::Result<()> {
+    // `UNION ALL`: a set drops the repeats, and `UNION` would sort them out in a temp b-tree.
     let mut st = c.prepare(
         "SELECT original_hash FROM documents WHERE original_hash IS NOT NULL
          UNION ALL SELECT content_hash FROM documents WHERE content_hash IS NOT NULL",
     )?;
-    st.query_map([], |r| r.get::<_, String>(0))?.collect()
+    let mut rows = st.query([])?;
+    while let Some(r) = rows.next()? {
+        f(&r.get::<_, String>(0)?);
+    }
+    Ok(())
 }

@@ -614,6 +614,8 @@ async fn startup_sweeps_unreferenced_document_files() {
     std::fs::create_dir_all(docs.join("cd")).unwrap();
     std::fs::write(docs.join("cd").join(&stray), b"left by a crash").unwrap();
     std::fs::write(docs.join("cd").join(".tmp-0123"), b"half a write").unwrap();
+    // A name that is not a hash at all: no record can name it.
+    std::fs::write(docs.join("cd").join("notes.txt"), b"put there by hand").unwrap();
     // A file no record names yet, whose bytes a document created as the service starts will
     // name: whichever of the sweep and that create comes first, the file is there at the end
     // (the sweep looks again under the write lock; a create after it writes the file anew).
@@ -631,6 +633,7 @@ async fn startup_sweeps_unreferenced_document_files() {
     })
     .await;
     assert!(!docs.join("cd").join(".tmp-0123").exists());
+    assert!(!docs.join("cd").join("notes.txt").exists());
     assert_eq!(
         crate::common::documents::stored_file(&docs, &late_hash).as_deref(),
         Some(late.as_bytes())
