@@ -675,6 +675,16 @@ pub fn stored_hashes(c: &Connection) -> rusqlite::Result<std::collections::HashS
     Ok(out)
 }
 
+/// Gives the pages a one-off scan left in this connection's cache back to the allocator
+/// (SQLite; PostgreSQL keeps no cache in this process): the sweep's scan of the two hash
+/// indexes fills a read connection's cache with pages no request reads.
+pub fn release_cache(c: &Connection) -> rusqlite::Result<()> {
+    if c.is_postgres() {
+        return Ok(());
+    }
+    c.execute_batch("PRAGMA shrink_memory")
+}
+
 /// [`stored_hashes`] one at a time, for a caller that keeps them in a smaller form.
 pub fn each_stored_hash(c: &Connection, mut f: impl FnMut(&str)) -> rusqlite::Result<()> {
     // `UNION ALL`: a set drops the repeats, and `UNION` would sort them out in a temp b-tree.

@@ -116,6 +116,7 @@ impl Store {
                 db::documents::each_stored_hash(c, |h| {
                     used.extend(hash_bytes(h));
                 })?;
+                db::documents::release_cache(c)?;
                 Ok(used)
             })
             .await?;
