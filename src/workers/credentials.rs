@@ -25,7 +25,7 @@ use anyhow::Context;
 use rand::RngCore;
 
 use crate::config::Config;
-use crate::db::{self, Db, workers::Sealed};
+use crate::db::{self, Db, webhooks::SealedSecret, workers::Sealed};
 use crate::secrets::{self, Secrets};
 use crate::state::AppState;
 
@@ -80,6 +80,25 @@ struct SealedValue {
 }
 
 impl SealedValue {
+    fn credential(s: Sealed) -> SealedValue {
+        SealedValue {
+            table: Table::Credential,
+            id: s.meta.id,
+            nonce: s.nonce,
+            ct: s.ciphertext,
+        }
+    }
+
+    /// A webhook's or phone import's sealed secret, as its table stores it.
+    fn secret(table: Table, (id, nonce, ct): SealedSecret) -> SealedValue {
+        SealedValue {
+            table,
+            id,
+            nonce,
+            ct,
+        }
+    }
+
     fn opens_with(&self, key: &[u8; 32]) -> bool {
         open(key, &self.id, &self.nonce, &self.ct).is_some()
     }
@@ -88,29 +107,18 @@ impl SealedValue {
 fn sealed_values(c: &Connection) -> rusqlite::Result<Vec<SealedValue>> {
     let mut out: Vec<SealedValue> = db::workers::all_sealed(c)?
         .into_iter()
-        .map(|s| SealedValue {
-            table: Table::Credential,
-            id: s.meta.id,
-            nonce: s.nonce,
-            ct: s.ciphertext,
-        })
+        .map(SealedValue::credential)
         .collect();
-    for (id, nonce, ct) in db::webhooks::all_sealed(c)? {
-        out.push(SealedValue {
-            table: Table::Webhook,
-            id,
-            nonce,
-            ct,
-        });
-    }
-    for (id, nonce, ct) in db::phone_imports::all_sealed(c)? {
-        out.push(SealedValue {
-            table: Table::PhoneImport,
-            id,
-            nonce,
-            ct,
-        });
-    }
+    out.extend(
+        db::webhooks::all_sealed(c)?
+            .into_iter()
+            .map(|s| SealedValue::secret(Table::Webhook, s)),
+    );
+    out.extend(
+        db::phone_imports::all_sealed(c)?
+            .into_iter()
+            .map(|s| SealedValue::secret(Table::PhoneImport, s)),
+    );
     Ok(out)
 }
 
@@ -119,29 +127,12 @@ fn sealed_values(c: &Connection) -> rusqlite::Result<Vec<SealedValue>> {
 /// table, so a start or a credential write costs the same however many are stored.
 fn first_sealed(c: &Connection) -> rusqlite::Result<Option<SealedValue>> {
     if let Some(s) = db::workers::first_sealed(c)? {
-        return Ok(Some(SealedValue {
-            table: Table::Credential,
-            id: s.meta.id,
-            nonce: s.nonce,
-            ct: s.ciphertext,
-        }));
+        return Ok(Some(SealedValue::credential(s)));
     }
-    if let Some((id, nonce, ct)) = db::webhooks::first_sealed(c)? {
-        return Ok(Some(SealedValue {
-            table: Table::Webhook,
-            id,
-            nonce,
-            ct,
-        }));
+    if let Some(s) = db::webhooks::first_sealed(c)? {
+        return Ok(Some(SealedValue::secret(Table::Webhook, s)));
     }
-    Ok(
-        db::phone_imports::first_sealed(c)?.map(|(id, nonce, ct)| SealedValue {
-            table: Table::PhoneImport,
-            id,
-            nonce,
-            ct,
-        }),
-    )
+    Ok(db::phone_imports::first_sealed(c)?.map(|s| SealedValue::secret(Table::PhoneImport, s)))
 }
 
 fn store_value(c: &Connection, v: &SealedValue, nonce: &[u8], ct: &[u8]) -> rusqlite::Result<()> {
