@@ -1,4 +1,4 @@
--- The schema and rows of a new database as migrations V1 to V45 make them,
+-- The schema and rows of a new database as migrations V1 to V46 make them,
 -- applied in one step on an empty database (src/db/baseline.rs). Generated from the
 -- migrations by `GENIED_WRITE_BASELINE=1 cargo test --lib db::baseline`; do not edit.
 
@@ -851,6 +851,15 @@ CREATE INDEX leads_agent_time ON leads(agent_id, created_at);
 CREATE INDEX leads_time ON leads(created_at);
 CREATE INDEX leads_conversation_ref ON leads(conversation_ref) WHERE conversation_ref IS NOT NULL;
 CREATE INDEX leads_status_time ON leads(status, created_at, agent_id);
+CREATE INDEX leads_primary_lead ON leads(primary_lead_id) WHERE primary_lead_id IS NOT NULL;
+CREATE INDEX lead_notes_user ON lead_notes(user_id) WHERE user_id IS NOT NULL;
+CREATE INDEX marketplace_listings_source ON marketplace_listings(source_genie_id) WHERE source_genie_id IS NOT NULL;
+CREATE INDEX marketplace_installs_genie ON marketplace_installs(genie_id) WHERE genie_id IS NOT NULL;
+CREATE INDEX marketplace_installs_user ON marketplace_installs(user_id);
+CREATE INDEX qr_codes_genie ON qr_codes(genie_id);
+CREATE INDEX teams_owner ON teams(owner_id);
+CREATE INDEX genie_tests_user ON genie_tests(user_id);
+CREATE INDEX genie_test_runs_user ON genie_test_runs(user_id);
 
 -- Views
 CREATE VIEW call_logs AS

@@ -13,7 +13,7 @@
 use anyhow::Context;
 
 /// The last migration the baseline includes.
-pub const VERSION: i32 = 45;
+pub const VERSION: i32 = 46;
 
 const SQL: &str = include_str!("../../migrations/sqlite_baseline.sql");
 

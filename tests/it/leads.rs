@@ -124,6 +124,72 @@ async fn create_returns_the_full_lead_object() {
     assert_eq!(app.count(LOG_ENTRIES).await, 2);
 }
 
+/// A lead may name another as its primary (a duplicate's original); deleting the primary
+/// leaves the duplicate with none, through the foreign key's `SET NULL` (which since V46 and
+/// PostgreSQL V19 finds the duplicates by an index instead of reading every lead).
+#[tokio::test]
+async fn deleting_a_primary_lead_unsets_it_on_its_duplicates() {
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let primary = new_lead(&app, &u, json!({"agent_id": g, "name": "Ann"})).await["id"].clone();
+    let dup = new_lead(
+        &app,
+        &u,
+        json!({"agent_id": g, "name": "Ann again", "primary_lead_id": primary}),
+    )
+    .await;
+    assert_eq!(dup["primary_lead_id"], primary);
+    let other = new_lead(&app, &u, json!({"agent_id": g, "name": "Bo"})).await;
+    let dup_id = dup["id"].as_i64().unwrap();
+
+    app.call(
+        &u.token,
+        "leads",
+        "update",
+        Some(json!(dup_id)),
+        json!({"primary_lead_id": dup_id}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+    app.call(
+        &u.token,
+        "leads",
+        "create",
+        None,
+        json!({"agent_id": g, "primary_lead_id": 999_999}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+
+    app.call(
+        &u.token,
+        "leads",
+        "delete",
+        Some(primary.clone()),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    let got = app
+        .call(&u.token, "leads", "get", Some(json!(dup_id)), json!({}))
+        .await;
+    let got = &got.ok(200)["lead"];
+    assert_eq!(got["primary_lead_id"], Value::Null, "{got}");
+    assert_eq!(got["name"], json!("Ann again"));
+    // A lead that named no primary is untouched.
+    let got = app
+        .call(
+            &u.token,
+            "leads",
+            "get",
+            Some(other["id"].clone()),
+            json!({}),
+        )
+        .await;
+    assert_eq!(got.ok(200)["lead"], other);
+}
+
 #[tokio::test]
 async fn user_id_is_resolved_supplied_then_agent_owner_then_caller() {
     let app = TestApp::spawn().await;

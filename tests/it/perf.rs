@@ -1080,3 +1080,117 @@ fn the_server_binary_packs_its_relative_relocations() {
         size(".rela.dyn")
     );
 }
+
+/// Every foreign key's referencing columns lead an index (or the primary key). Deleting a
+/// parent row runs the key's action (`CASCADE`, `SET NULL`) as a query on the referencing
+/// table by those columns, and without an index that query reads the whole table, while the
+/// writer waits: a lead's delete read every lead for `primary_lead_id` until V46 (278 ms a
+/// delete at 1,000,000 leads). A partial index serves when all it leaves out is NULL, which
+/// the key's `column = ?` never matches. The service's own schema, on either engine.
+#[tokio::test]
+async fn every_foreign_key_has_an_index_for_its_parents_deletes() {
+    let app = TestApp::spawn().await;
+    let (keys, unindexed) = match &app.state.config.database_url {
+        Some(genied::config::DatabaseUrl::Postgres(url)) => postgres_foreign_keys(url),
+        _ => sqlite_foreign_keys(&app.state.config.db_path()),
+    };
+    assert!(keys > 50, "the check saw {keys} foreign keys");
+    assert!(
+        unindexed.is_empty(),
+        "foreign keys whose columns lead no index: {unindexed:#?}"
+    );
+}
+
+/// The number of foreign keys in the SQLite database at `path`, and those no index serves.
+fn sqlite_foreign_keys(path: &std::path::Path) -> (usize, Vec<String>) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    let column = |sql: &str| -> Vec<Option<String>> {
+        c.prepare(sql)
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let texts = |sql: &str| -> Vec<String> { column(sql).into_iter().flatten().collect() };
+    let (mut keys, mut unindexed) = (0, Vec::new());
+    let tables = texts(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'",
+    );
+    for table in tables {
+        // The columns of each usable index, in order (an expression's column has no name).
+        let mut indexes: Vec<Vec<Option<String>>> = Vec::new();
+        for (index, partial) in c
+            .prepare(&format!(
+                "SELECT name, partial FROM pragma_index_list('{table}')"
+            ))
+            .unwrap()
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+        {
+            let columns = column(&format!(
+                "SELECT name FROM pragma_index_info('{index}') ORDER BY seqno"
+            ));
+            if partial {
+                let sql = texts(&format!(
+                    "SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = '{index}'"
+                ));
+                let first = columns.first().cloned().flatten().unwrap_or_default();
+                if !sql[0].ends_with(&format!("WHERE {first} IS NOT NULL")) {
+                    continue;
+                }
+            }
+            indexes.push(columns);
+        }
+        indexes.push(column(&format!(
+            "SELECT name FROM pragma_table_info('{table}') WHERE pk > 0 ORDER BY pk"
+        )));
+        let mut by_key: std::collections::BTreeMap<i64, Vec<Option<String>>> = Default::default();
+        for (id, from) in c
+            .prepare(&format!(
+                "SELECT id, \"from\" FROM pragma_foreign_key_list('{table}') ORDER BY id, seq"
+            ))
+            .unwrap()
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+        {
+            by_key.entry(id).or_default().push(Some(from));
+        }
+        for columns in by_key.into_values() {
+            keys += 1;
+            if !indexes.iter().any(|ix| ix.starts_with(&columns)) {
+                let names: Vec<String> = columns.into_iter().flatten().collect();
+                unindexed.push(format!("{table}({})", names.join(", ")));
+            }
+        }
+    }
+    (keys, unindexed)
+}
+
+/// The same from PostgreSQL's catalog, for the database at `url`.
+fn postgres_foreign_keys(url: &str) -> (usize, Vec<String>) {
+    let rows = postgres::query(
+        url,
+        "SELECT k.conrelid::regclass::text || '(' || cols.names || ')',
+                EXISTS (SELECT 1 FROM pg_index x
+                         WHERE x.indrelid = k.conrelid
+                           AND (x.indkey::int2[])[0:array_length(k.conkey, 1) - 1] = k.conkey
+                           AND (x.indpred IS NULL
+                                OR pg_get_expr(x.indpred, x.indrelid) = '(' || cols.first || ' IS NOT NULL)'))::text
+           FROM pg_constraint k,
+                LATERAL (SELECT string_agg(a.attname, ', ' ORDER BY c.i) AS names,
+                                (array_agg(a.attname ORDER BY c.i))[1] AS first
+                           FROM unnest(k.conkey) WITH ORDINALITY c(n, i)
+                           JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = c.n) cols
+          WHERE k.contype = 'f'",
+        &[],
+    );
+    let unindexed = rows
+        .iter()
+        .filter(|r| r[1].as_deref() != Some("true"))
+        .map(|r| r[0].clone().unwrap_or_default())
+        .collect();
+    (rows.len(), unindexed)
+}
