@@ -16,11 +16,14 @@
 # by status (page 50), the same page deep by offset (N/U/8) and by cursor (at the same
 # depth), lead `stats`, genies `all` (page 50), documents `search` (two words rarely found
 # together, and two often), conversations `all` (page 50), once the server's CPU time has
-# stopped growing after the start; idle RSS, peak RSS under 64 clients
-# getting leads, exec-to-ready (the first start after the seed, and the median of RESTARTS,
-# default 5, starts after it), `admin backup` time, database size. With ROUNDS=N the
-# scenarios run N times over, one after another (a single 5 s sample on a shared VM can be
-# a third off the next), and the table has each one's median and range.
+# stopped growing after the start; idle RSS, peak RSS under 64 clients getting leads,
+# exec-to-ready (the first start after the seed, with the share of the binary the page cache
+# held before it, and the median of RESTARTS, default 5, starts after it), `admin backup`
+# time, database size. Then one client's lead creates, updates and deletes (DELETES, default
+# 200, a round, each of a lead of its own): a write must not grow with the data either (a
+# delete's foreign key once read every lead, docs/storage.md). With ROUNDS=N the scenarios
+# run N times over, one after another (a single 5 s sample on a shared VM can be a third
+# off the next), and the table has each one's median and range.
 # Prints the tables, and the ratio of each latency at the largest size to the smallest;
 # raw results stay in $OUT. Every process it starts is stopped on exit.
 set -euo pipefail
@@ -28,6 +31,7 @@ set -euo pipefail
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 ROUNDS=${ROUNDS:-1}
+DELETES=${DELETES:-200}
 SCALE_LEADS=${SCALE_LEADS:-"100000 1000000"}
 SCALE_USERS=${SCALE_USERS:-"1 100"}
 PORT=${GENIED_PORT:-18080}
@@ -61,6 +65,11 @@ stop() {
   kill -KILL "$1" 2>/dev/null || true
 }
 rss_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+cached_share() { # file: the share of it in the page cache (util-linux's fincore), or null
+  local cached
+  cached=$(fincore --bytes --noheadings --output RES "$1" 2>/dev/null) || { echo null; return; }
+  python3 -c "import sys; print(round(int(sys.argv[1]) / int(sys.argv[2]), 3))" "$cached" "$(stat -c %s "$1")"
+}
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 wait_idle() { # pid: until the server's CPU time stops growing (start-up work done), at most 120 s
   local last now
@@ -107,6 +116,10 @@ for users in $SCALE_USERS; do
     seed_s=$(python3 -c "import time,sys; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
     SEARCH=$(json "['search']" <<<"$SEED")
     SEARCH_COMMON=$(json "['search_common']" <<<"$SEED")
+    # How much of the executable the page cache still held: a kernel that pages out what no
+    # one touched for a while (this VM's does after about a minute) makes the first start
+    # read the binary back (docs/performance.md, round twenty-eight).
+    BIN_CACHED=$(cached_share "$GENIED")
     S=$(start_genied "$D" "$tag"); PID=$(json "['pid']" <<<"$S"); PIDS+=("$PID")
     READY=$(json "['ready_ms']" <<<"$S")
     # Anything a start leaves running in the background is done before measuring: the
@@ -148,6 +161,21 @@ for users in $SCALE_USERS; do
     else
       backup_s=null
     fi
+    # Writes, after the reads and the backup (deletes change what the reads would see): one
+    # client's lead creates, updates and deletes. Each round deletes DELETES leads of its
+    # own, from the end of the user's list; the updates go to the leads no round deletes.
+    GENIE=$(json "['genie_id']" <<<"$SETUP")
+    tac "$WORK/ids" >"$WORK/ids-from-end"
+    head -n $(( mine - ROUNDS * DELETES )) "$WORK/ids" >"$WORK/update-ids"
+    for round in $(seq "$ROUNDS"); do
+      run create "{\"resource\":\"leads\",\"action\":\"create\",\"data\":{\"agent_id\":\"$GENIE\",\"name\":\"Bench {n}\",\"email\":\"bench{n}@example.test\",\"status\":\"new\",\"priority\":\"medium\"}}" \
+        --expect-status 201
+      run update '{"resource":"leads","action":"update","id":{id},"data":{"status":"contacted"}}' --ids "$WORK/update-ids"
+      sed -n "$(( (round - 1) * DELETES + 1 )),$(( round * DELETES ))p" "$WORK/ids-from-end" >"$WORK/delete-ids"
+      "$LOADGEN" --name delete --concurrency 1 --duration-secs "$DURATION" --warmup-secs 0 --requests "$DELETES" \
+        --out "$OUT/delete.$tag.r$round.json" "${AUTH[@]}" --url "$G/v1" --method POST --ids "$WORK/delete-ids" \
+        --body '{"resource":"leads","action":"delete","id":{id}}' >/dev/null
+    done
     stop "$PID"
     # The first start's exec-to-ready is one sample, taken after the seed's minutes of work;
     # on a VM a start after a busy or idle spell can take twice as long as one right after
@@ -162,7 +190,7 @@ for users in $SCALE_USERS; do
     DB_BYTES=$(stat -c %s "$D/genied.db")
     cat >"$OUT/footprint.$tag.json" <<EOF
 {"leads": $leads, "users": $users, "leads_of_user": $mine, "deep_offset": $deep, "idle_rss_kb": $IDLE, "idle_anon_kb": $IDLE_ANON,
- "peak_rss_kb": $PEAK, "ready_ms": $READY, "ready_later_ms": $LATER_JSON, "backup_s": $backup_s,
+ "peak_rss_kb": $PEAK, "ready_ms": $READY, "binary_cached": $BIN_CACHED, "ready_later_ms": $LATER_JSON, "backup_s": $backup_s,
  "seed_s": $seed_s, "db_bytes": $DB_BYTES}
 EOF
   done
@@ -184,53 +212,59 @@ def latencies(tag, s):
         if r["rps"]:
             v.append(1e6 / r["rps"])
     return v, errors
-print()
-print("Mean latency, one client (examples/loadgen, concurrency 1)"
-      + (f"; the median of {rounds} rounds, their range below it:" if rounds > 1 else ":"))
-print()
-print("| leads | users | user's leads " + heads)
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-median = {}
-for u in users:
-    for n in sizes:
-        tag = f"n{n}.u{u}"
-        f = json.load(open(os.path.join(out, f"footprint.{tag}.json")))
-        cells = []
-        for s in names:
-            v, errors = latencies(tag, s)
-            err = f" ({errors} errors)" if errors else ""
-            if not v:
-                cells.append("–" + err)
-                continue
-            median[(n, u, s)] = statistics.median(v)
-            spread = f"<br>{min(v):.0f}–{max(v):.0f}" if len(v) > 1 else ""
-            cells.append(f"{median[(n, u, s)]:.0f} µs{spread}{err}")
-        print(f"| {int(n):,} | {u} | {f['leads_of_user']:,} (deep: offset {f['deep_offset']:,}) | " + " | ".join(cells) + " |")
-if len(sizes) > 1:
-    small, large = sizes[0], sizes[-1]
+def table(title, names, heads):
     print()
-    print(f"{int(large):,} leads against {int(small):,} (the medians' ratio):")
+    print(title + ", one client (examples/loadgen, concurrency 1)"
+          + (f"; the median of {rounds} rounds, their range below it:" if rounds > 1 else ":"))
     print()
-    print("| users " + heads)
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| leads | users | user's leads " + heads)
+    print("|---:|---:|---:|" + "---:|" * len(names))
+    median = {}
     for u in users:
-        cells = []
-        for s in names:
-            a, b = median.get((small, u, s)), median.get((large, u, s))
-            cells.append(f"{b / a:.2f}×" if a and b else "–")
-        print(f"| {u} | " + " | ".join(cells) + " |")
+        for n in sizes:
+            tag = f"n{n}.u{u}"
+            f = json.load(open(os.path.join(out, f"footprint.{tag}.json")))
+            cells = []
+            for s in names:
+                v, errors = latencies(tag, s)
+                err = f" ({errors} errors)" if errors else ""
+                if not v:
+                    cells.append("–" + err)
+                    continue
+                median[(n, u, s)] = statistics.median(v)
+                spread = f"<br>{min(v):.0f}–{max(v):.0f}" if len(v) > 1 else ""
+                cells.append(f"{median[(n, u, s)]:.0f} µs{spread}{err}")
+            print(f"| {int(n):,} | {u} | {f['leads_of_user']:,} (deep: offset {f['deep_offset']:,}) | " + " | ".join(cells) + " |")
+    if len(sizes) > 1:
+        small, large = sizes[0], sizes[-1]
+        print()
+        print(f"{int(large):,} leads against {int(small):,} (the medians' ratio):")
+        print()
+        print("| users " + heads)
+        print("|---:|" + "---:|" * len(names))
+        for u in users:
+            cells = []
+            for s in names:
+                a, b = median.get((small, u, s)), median.get((large, u, s))
+                cells.append(f"{b / a:.2f}×" if a and b else "–")
+            print(f"| {u} | " + " | ".join(cells) + " |")
+table("Mean latency of reads", names, heads)
+table("Mean latency of writes", ["create", "update", "delete"], "| lead create | lead update | lead delete |")
 print()
 def later(f):
     v = sorted(f.get("ready_later_ms") or [])
     return f"{v[len(v) // 2]:.0f} ms" if v else "–"
 def anon(f):
     return f"{f['idle_anon_kb'] / 1024:.1f} MB" if "idle_anon_kb" in f else "–"
+def cached(f):
+    v = f.get("binary_cached")
+    return "" if v is None else f" ({v:.0%} of the binary cached)"
 print("| leads | users | idle RSS | of it anonymous | peak RSS (64 clients) | exec to ready: first start after the seed | median of the starts after it | admin backup | database file (all tables) | seeding |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for u in users:
     for n in sizes:
         f = json.load(open(os.path.join(out, f"footprint.n{n}.u{u}.json")))
-        print(f"| {int(n):,} | {u} | {f['idle_rss_kb'] / 1024:.1f} MB | {anon(f)} | {f['peak_rss_kb'] / 1024:.1f} MB | {f['ready_ms']:.0f} ms | {later(f)} | "
+        print(f"| {int(n):,} | {u} | {f['idle_rss_kb'] / 1024:.1f} MB | {anon(f)} | {f['peak_rss_kb'] / 1024:.1f} MB | {f['ready_ms']:.0f} ms{cached(f)} | {later(f)} | "
               f"{backup(f)} | {f['db_bytes'] / 1e6:.0f} MB | {f['seed_s']} s |")
 print(f"\n{os.cpu_count()} CPUs, load average {load0} at start, {load1} at end; {dur} s per run; raw results in {out}")
 EOF
