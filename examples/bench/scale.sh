@@ -20,8 +20,9 @@
 # exec-to-ready (the first start after the seed, with the share of the binary the page cache
 # held before it, and the median of RESTARTS, default 5, starts after it), `admin backup`
 # time, database size. Then one client's lead creates, updates and deletes (DELETES, default
-# 200, a round, each of a lead of its own): a write must not grow with the data either (a
-# delete's foreign key once read every lead, docs/storage.md). With ROUNDS=N the scenarios
+# 200, a round, each of a lead of its own) and genie deletes (GENIE_DELETES, default 5, each
+# with its 100 leads): a write must not grow with the data either (a delete's
+# foreign key once read every lead, docs/storage.md). With ROUNDS=N the scenarios
 # run N times over, one after another (a single 5 s sample on a shared VM can be a third
 # off the next), and the table has each one's median and range.
 # Prints the tables, and the ratio of each latency at the largest size to the smallest;
@@ -32,6 +33,7 @@ DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 ROUNDS=${ROUNDS:-1}
 DELETES=${DELETES:-200}
+GENIE_DELETES=${GENIE_DELETES:-5}
 SCALE_LEADS=${SCALE_LEADS:-"100000 1000000"}
 SCALE_USERS=${SCALE_USERS:-"1 100"}
 PORT=${GENIED_PORT:-18080}
@@ -162,11 +164,17 @@ for users in $SCALE_USERS; do
       backup_s=null
     fi
     # Writes, after the reads and the backup (deletes change what the reads would see): one
-    # client's lead creates, updates and deletes. Each round deletes DELETES leads of its
-    # own, from the end of the user's list; the updates go to the leads no round deletes.
+    # client's lead creates, updates and deletes, and genie deletes. Each round deletes
+    # DELETES leads of its own, from the end of the user's list (the updates go to the leads
+    # no round deletes), and GENIE_DELETES of the user's seeded genies, with their leads.
     GENIE=$(json "['genie_id']" <<<"$SETUP")
     tac "$WORK/ids" >"$WORK/ids-from-end"
     head -n $(( mine - ROUNDS * DELETES )) "$WORK/ids" >"$WORK/update-ids"
+    curl -sf "$G/v1" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \
+      -d '{"resource":"genies","action":"all","data":{"limit":500}}' \
+      | python3 -c "import json, sys
+print('\n'.join(g['id'] for g in json.load(sys.stdin)['data']['genies'] if g['id'] != sys.argv[1]))" "$GENIE" \
+      >"$WORK/genie-ids"
     for round in $(seq "$ROUNDS"); do
       run create "{\"resource\":\"leads\",\"action\":\"create\",\"data\":{\"agent_id\":\"$GENIE\",\"name\":\"Bench {n}\",\"email\":\"bench{n}@example.test\",\"status\":\"new\",\"priority\":\"medium\"}}" \
         --expect-status 201
@@ -175,6 +183,13 @@ for users in $SCALE_USERS; do
       "$LOADGEN" --name delete --concurrency 1 --duration-secs "$DURATION" --warmup-secs 0 --requests "$DELETES" \
         --out "$OUT/delete.$tag.r$round.json" "${AUTH[@]}" --url "$G/v1" --method POST --ids "$WORK/delete-ids" \
         --body '{"resource":"leads","action":"delete","id":{id}}' >/dev/null
+    done
+    # Last, as they delete leads all through the user's list.
+    for round in $(seq "$ROUNDS"); do
+      sed -n "$(( (round - 1) * GENIE_DELETES + 1 )),$(( round * GENIE_DELETES ))p" "$WORK/genie-ids" >"$WORK/delete-genie-ids"
+      "$LOADGEN" --name genie_delete --concurrency 1 --duration-secs "$DURATION" --warmup-secs 0 --requests "$GENIE_DELETES" \
+        --out "$OUT/genie_delete.$tag.r$round.json" "${AUTH[@]}" --url "$G/v1" --method POST --ids "$WORK/delete-genie-ids" \
+        --body '{"resource":"genies","action":"delete","id":"{id}"}' >/dev/null
     done
     stop "$PID"
     # The first start's exec-to-ready is one sample, taken after the seed's minutes of work;
@@ -249,7 +264,8 @@ def table(title, names, heads):
                 cells.append(f"{b / a:.2f}×" if a and b else "–")
             print(f"| {u} | " + " | ".join(cells) + " |")
 table("Mean latency of reads", names, heads)
-table("Mean latency of writes", ["create", "update", "delete"], "| lead create | lead update | lead delete |")
+table("Mean latency of writes", ["create", "update", "delete", "genie_delete"],
+      "| lead create | lead update | lead delete | genie delete (with its leads) |")
 print()
 def later(f):
     v = sorted(f.get("ready_later_ms") or [])
