@@ -849,14 +849,26 @@ async fn conversations_cursor_pages_walk_every_readable_one_once() {
         .err(400, "VALIDATION_ERROR");
 }
 
-/// SQLite's plan for `sql` with `params` bound: the detail of each step, in order.
-fn query_plan(c: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
-    c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+/// Every row of `sql` with `params` bound, each made by `row`.
+fn rows<T>(
+    c: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Vec<T> {
+    c.prepare(sql)
         .unwrap()
-        .query_map(params, |r| r.get::<_, String>(3))
+        .query_map(params, row)
         .unwrap()
         .collect::<Result<_, _>>()
-        .unwrap()
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// SQLite's plan for `sql` with `params` bound: the detail of each step, in order.
+fn query_plan(c: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
+    rows(c, &format!("EXPLAIN QUERY PLAN {sql}"), params, |r| {
+        r.get(3)
+    })
 }
 
 /// The search indexer's batch walks the pending leads and looks each lead up by id, and the
@@ -1104,64 +1116,59 @@ async fn every_foreign_key_has_an_index_for_its_parents_deletes() {
 /// The number of foreign keys in the SQLite database at `path`, and those no index serves.
 fn sqlite_foreign_keys(path: &std::path::Path) -> (usize, Vec<String>) {
     let c = rusqlite::Connection::open(path).unwrap();
-    let column = |sql: &str| -> Vec<Option<String>> {
-        c.prepare(sql)
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    };
-    let texts = |sql: &str| -> Vec<String> { column(sql).into_iter().flatten().collect() };
+    // An expression's column in an index has no name.
+    let columns = |sql: &str| -> Vec<Option<String>> { rows(&c, sql, [], |r| r.get(0)) };
     let (mut keys, mut unindexed) = (0, Vec::new());
-    let tables = texts(
+    let tables: Vec<String> = rows(
+        &c,
         "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'",
+        [],
+        |r| r.get(0),
     );
     for table in tables {
-        // The columns of each usable index, in order (an expression's column has no name).
+        // The columns of each usable index, in order, and the primary key's.
         let mut indexes: Vec<Vec<Option<String>>> = Vec::new();
-        for (index, partial) in c
-            .prepare(&format!(
-                "SELECT name, partial FROM pragma_index_list('{table}')"
-            ))
-            .unwrap()
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-        {
-            let columns = column(&format!(
+        let listed: Vec<(String, Option<String>)> = rows(
+            &c,
+            &format!(
+                "SELECT l.name, CASE WHEN l.partial THEN s.sql END
+                   FROM pragma_index_list('{table}') l
+                   LEFT JOIN sqlite_schema s ON s.type = 'index' AND s.name = l.name"
+            ),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
+        for (index, partial_sql) in listed {
+            let cols = columns(&format!(
                 "SELECT name FROM pragma_index_info('{index}') ORDER BY seqno"
             ));
-            if partial {
-                let sql = texts(&format!(
-                    "SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = '{index}'"
-                ));
-                let first = columns.first().cloned().flatten().unwrap_or_default();
-                if !sql[0].ends_with(&format!("WHERE {first} IS NOT NULL")) {
+            if let Some(sql) = partial_sql {
+                let first = cols.first().cloned().flatten().unwrap_or_default();
+                if !sql.ends_with(&format!("WHERE {first} IS NOT NULL")) {
                     continue;
                 }
             }
-            indexes.push(columns);
+            indexes.push(cols);
         }
-        indexes.push(column(&format!(
+        indexes.push(columns(&format!(
             "SELECT name FROM pragma_table_info('{table}') WHERE pk > 0 ORDER BY pk"
         )));
         let mut by_key: std::collections::BTreeMap<i64, Vec<Option<String>>> = Default::default();
-        for (id, from) in c
-            .prepare(&format!(
+        let key_columns: Vec<(i64, String)> = rows(
+            &c,
+            &format!(
                 "SELECT id, \"from\" FROM pragma_foreign_key_list('{table}') ORDER BY id, seq"
-            ))
-            .unwrap()
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-        {
+            ),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
+        for (id, from) in key_columns {
             by_key.entry(id).or_default().push(Some(from));
         }
-        for columns in by_key.into_values() {
+        for key in by_key.into_values() {
             keys += 1;
-            if !indexes.iter().any(|ix| ix.starts_with(&columns)) {
-                let names: Vec<String> = columns.into_iter().flatten().collect();
+            if !indexes.iter().any(|ix| ix.starts_with(&key)) {
+                let names: Vec<String> = key.into_iter().flatten().collect();
                 unindexed.push(format!("{table}({})", names.join(", ")));
             }
         }
