@@ -299,3 +299,139 @@ async fn role_change_and_delete_with_the_users_data() {
     .await
     .err(409, "CONFLICT");
 }
+
+/// Rows of `sql` (one `?1`, the user's id), counted.
+async fn count_of(app: &TestApp, sql: &'static str, user: &str) -> i64 {
+    let user = user.to_string();
+    app.state
+        .db
+        .read(move |c| Ok(c.query_row(sql, [&user], |r| r.get(0))?))
+        .await
+        .unwrap()
+}
+
+/// An account with more than a batch of leads and of conversations: its delete goes batch by
+/// batch, each batch a transaction of its own, and takes all of it and nothing of anyone
+/// else's. A delete cut short leaves the account disabled with part of its records; here one
+/// batch is run by hand on a disabled account, and the delete repeated over it finishes.
+#[tokio::test]
+async fn delete_in_batches_takes_everything_of_the_user_and_nothing_else() {
+    use genied::db::accounts::{OWNED_BATCH, delete_owned_batch};
+    let app = TestApp::spawn().await;
+    let admin = app.admin().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let theirs = insert_genie(&app, &u, "Theirs").await;
+    let others = insert_genie(&app, &other, "Other's").await;
+    let (uid, oid, gu, go) = (
+        u.id.clone(),
+        other.id.clone(),
+        theirs.clone(),
+        others.clone(),
+    );
+    app.state
+        .db
+        .write(move |c| {
+            // The user's own leads; another user's leads on the user's genie (they go with
+            // it); that user's leads on their own genie (they stay).
+            let seeds = [(&gu, &uid, 1_100), (&gu, &oid, 3), (&go, &oid, 7)];
+            for (k, (genie, user, n)) in seeds.into_iter().enumerate() {
+                for i in 0..n {
+                    c.execute(
+                        "INSERT INTO leads (agent_id, user_id, name, status, created_at)
+                         VALUES (genied_key(?1), genied_key(?2), ?3, ?4, ?5)",
+                        rusqlite::params![
+                            genie,
+                            user,
+                            format!("L{k}.{i}"),
+                            ["new", "qualified"][i % 2],
+                            1_767_225_600_000i64 + i as i64
+                        ],
+                    )?;
+                }
+            }
+            for i in 0..520 {
+                c.execute(
+                    "INSERT INTO conversations (id, user_id, genie_id, channel, status, started_at, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, 'web', 'completed', ?4, ?4, ?4)",
+                    rusqlite::params![genied::db::new_id(), uid, gu, format!("2026-01-01T00:00:{:02}Z", i % 60)],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    // Into the search index, so the deletes take the leads out of it as well.
+    let index = || {
+        app.state.db.write(|c| {
+            while genied::db::leads::index_pending(c, 100)? > 0 {}
+            Ok(())
+        })
+    };
+    index().await.unwrap();
+    let stats = app
+        .call(&other.token, "leads", "stats", None, json!({}))
+        .await
+        .ok(200)
+        .clone();
+    let (lead_rows, convo_rows) = (app.count("leads").await, app.count("conversations").await);
+
+    app.call(
+        &admin.token,
+        "users",
+        "disable",
+        Some(json!(u.id)),
+        json!({}),
+    )
+    .await
+    .ok(200);
+    let id = u.id.clone();
+    let n = app
+        .state
+        .db
+        .write(move |c| Ok(delete_owned_batch(c, &id)?))
+        .await
+        .unwrap();
+    assert_eq!(n, OWNED_BATCH as usize, "one batch deletes at most a batch");
+    assert_eq!(app.count("leads").await, lead_rows - OWNED_BATCH);
+
+    let r = app
+        .call(
+            &admin.token,
+            "users",
+            "delete",
+            Some(json!(u.id)),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["deleted"], json!(true));
+    let mine = "SELECT COUNT(*) FROM leads WHERE user_id = genied_key(?1)";
+    assert_eq!(count_of(&app, mine, &u.id).await, 0);
+    assert_eq!(count_of(&app, mine, &other.id).await, 7);
+    assert_eq!(app.count("leads").await, lead_rows - 1_103);
+    let convos = "SELECT COUNT(*) FROM conversations WHERE user_id = ?1";
+    assert_eq!(count_of(&app, convos, &u.id).await, 0);
+    assert_eq!(app.count("conversations").await, convo_rows - 520);
+    let genies = "SELECT COUNT(*) FROM genies WHERE user_id = ?1";
+    assert_eq!(count_of(&app, genies, &u.id).await, 0);
+    assert_eq!(count_of(&app, genies, &other.id).await, 1);
+    // The other user's counters and search index are as they were.
+    let after = app
+        .call(&other.token, "leads", "stats", None, json!({}))
+        .await;
+    assert_eq!(after.ok(200), &stats);
+    index().await.unwrap();
+    app.fts_index_is_whole("leads_search").await;
+    app.call(&admin.token, "users", "get", Some(json!(u.id)), json!({}))
+        .await
+        .err(404, "NOT_FOUND");
+    app.call(
+        &admin.token,
+        "users",
+        "delete",
+        Some(json!(u.id)),
+        json!({}),
+    )
+    .await
+    .err(404, "NOT_FOUND");
+}
