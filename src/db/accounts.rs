@@ -138,7 +138,8 @@ const DOCUMENTS_BATCH: i64 = 25;
 /// from each; returns how many rows it deleted, 0 when none of those is left. An account's
 /// delete runs this until 0, each batch in a transaction of its own, then deletes the user's
 /// row with the rest (`delete_user`): one statement over an account with a million leads
-/// held the writer, and every other user's write, for half a minute.
+/// held the writer, and every other user's write, for 47 s (docs/performance.md, round
+/// twenty-nine).
 pub fn delete_owned_batch(c: &Connection, user_id: &str) -> rusqlite::Result<usize> {
     let key = super::keys::Key::of(user_id);
     let n = c.execute(
