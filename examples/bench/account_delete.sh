@@ -29,27 +29,16 @@ OUT=${OUT:-$WORK/results}
 mkdir -p "$OUT"
 PIDS=()
 
+# shellcheck source=examples/bench/common.sh
+. "$ROOT/examples/bench/common.sh"
+
 cleanup() {
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    kill -KILL "$pid" 2>/dev/null || true
-  done
+  stop_all
   [[ "${KEEP:-0}" == 1 ]] || rm -rf "$WORK/data"
 }
 trap cleanup EXIT INT TERM
 
-say() { printf '\n== %s\n' "$*" >&2; }
-json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 now() { date +%s.%N; }
-gone() { # exited: no longer there, or a zombie not reaped yet
-  [[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" =~ ^(Z|X|)$ ]]
-}
-stop() {
-  kill -TERM "$1" 2>/dev/null || true
-  for _ in $(seq 400); do gone "$1" && return 0; sleep 0.025; done
-  kill -KILL "$1" 2>/dev/null || true
-}
 since() { python3 -c "import time,sys; print(f'{time.time() - float(sys.argv[1]):.2f}')" "$1"; }
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
