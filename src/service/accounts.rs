@@ -679,13 +679,12 @@ pub async fn delete(app: &AppState, admin_id: &str, id: &str) -> ApiResult<User>
     let u = app
         .db
         .write(move |c| {
-            let u = user(c, &uid)?;
-            let disabled = repo::account(c, &uid)?.is_some_and(|a| a.disabled_at.is_some());
-            if !disabled {
+            let a = repo::account(c, &uid)?.ok_or_else(|| ApiError::not_found("user"))?;
+            if a.disabled_at.is_none() {
                 repo::set_disabled(c, &uid, true)?;
             }
             repo::revoke_sessions(c, &uid)?;
-            Ok(u)
+            Ok(a.user)
         })
         .await?;
     let app = app.clone();
