@@ -184,6 +184,9 @@ pub async fn serve(
         stop_rx.clone(),
     ));
     let housekeeping = tokio::spawn(housekeeping(app.state.clone(), stop_rx));
+    // Account deletes a crash or a stop cut short finish now (on `state.tasks`, which the
+    // stop below aborts; the mark they leave resumes them at the next start).
+    tokio::spawn(crate::service::accounts::resume_deletes(app.state.clone()));
     if let Some(w) = app.state.config.public_url_warning(listener.local_addr()?) {
         tracing::warn!("{w}");
     }

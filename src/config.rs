@@ -243,6 +243,12 @@ pub struct Config {
     #[arg(long, env = "GENIED_TEAM_INVITE_TTL_HOURS", default_value_t = 168)]
     pub team_invite_ttl_hours: u64,
 
+    /// Seconds `users delete` waits for the account's records to go before it answers 202
+    /// with the delete still running (`users get` then says `deleting` until it is done);
+    /// at most half of `--request-timeout-seconds`. 0 answers at once.
+    #[arg(long, env = "GENIED_ACCOUNT_DELETE_WAIT_SECONDS", default_value_t = 10)]
+    pub account_delete_wait_seconds: u64,
+
     /// Largest accepted document upload (decoded file or typed text), in bytes; the
     /// multipart route `POST /v1/knowledge-base/upload` accepts up to this much.
     #[arg(long, env = "GENIED_MAX_UPLOAD_BYTES", default_value_t = 50 * 1024 * 1024)]

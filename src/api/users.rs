@@ -17,7 +17,7 @@ use crate::service::accounts as service;
 pub(crate) struct UsersList {
     limit: Option<i64>,
     offset: Option<i64>,
-    /// `active` or `disabled`; all when absent.
+    /// `active`, `disabled` or `deleting`; all when absent.
     status: Option<String>,
 }
 
@@ -65,11 +65,10 @@ async fn list(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     let q: UsersList = req.data()?;
     ctx.principal.require_admin()?;
     if let Some(s) = &q.status
-        && s != "active"
-        && s != "disabled"
+        && !["active", "disabled", "deleting"].contains(&s.as_str())
     {
         return Err(ApiError::validation(
-            "data.status must be 'active' or 'disabled'",
+            "data.status must be 'active', 'disabled' or 'deleting'",
         ));
     }
     let (limit, offset) = page(q.limit, q.offset, 50, 500)?;
@@ -153,14 +152,23 @@ async fn set_role(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     Ok(Reply::ok(json!({"user": u})).summary(s))
 }
 
+/// 200 when the account and all it owned are gone; 202 when its delete goes on after
+/// `--account-delete-wait-seconds` (`users get` says `deleting` until it answers 404).
 async fn delete(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     ctx.principal.require_admin()?;
     let id = req.uuid()?;
-    let u = service::delete(&ctx.app, ctx.user_id(), &id).await?;
-    Ok(Reply::deleted(&id).summary(format!(
-        "deleted the account {} and everything it owned",
-        u.email
-    )))
+    let d = service::delete(&ctx.app, ctx.user_id(), &id).await?;
+    let email = &d.user.email;
+    let reply = if d.done {
+        Reply::ok(json!({"id": id, "deleted": true, "status": "deleted"})).summary(format!(
+            "deleted the account {email} and everything it owned"
+        ))
+    } else {
+        Reply::accepted(json!({"id": id, "deleted": false, "status": "deleting"})).summary(format!(
+            "began deleting the account {email} and everything it owned"
+        ))
+    };
+    Ok(reply.record(&id))
 }
 
 /// Every `users` action; see `api::action`. All of them are for internal admins.

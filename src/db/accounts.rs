@@ -9,13 +9,17 @@ use super::users::{Role, User};
 use super::{new_id, now};
 
 /// A user as the admin `users` resource shows it: the profile, whether the account is
-/// disabled, whether it has a password, and the OpenID providers it is linked to.
+/// disabled or being deleted, whether it has a password, and the OpenID providers it is
+/// linked to.
 #[derive(Debug, Clone, Serialize)]
 pub struct Account {
     #[serde(flatten)]
     pub user: User,
+    /// `active`, `disabled`, or `deleting` while its delete runs.
     pub status: &'static str,
     pub disabled_at: Option<String>,
+    /// When its delete was asked for; set only while the delete runs.
+    pub deleting_at: Option<String>,
     pub has_password: bool,
     pub identities: Vec<Identity>,
 }
@@ -43,21 +47,30 @@ pub fn account(c: &Connection, user_id: &str) -> rusqlite::Result<Option<Account
     let Some(user) = super::users::get(c, user_id)? else {
         return Ok(None);
     };
-    let (disabled_at, has_password) = status(c, user_id)?.unwrap_or((None, false));
+    let (disabled_at, deleting_at, has_password) = c
+        .query_row(
+            "SELECT disabled_at, deleting_at, password_hash IS NOT NULL FROM users WHERE id = ?1",
+            [user_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?
+        .unwrap_or((None, None, false));
     Ok(Some(Account {
-        status: if disabled_at.is_some() {
-            "disabled"
-        } else {
-            "active"
+        status: match (&disabled_at, &deleting_at) {
+            (_, Some(_)) => "deleting",
+            (Some(_), None) => "disabled",
+            (None, None) => "active",
         },
         disabled_at,
+        deleting_at,
         has_password,
         identities: identities(c, user_id)?,
         user,
     }))
 }
 
-/// A page of accounts, oldest first; `status` filters on `active` / `disabled`.
+/// A page of accounts, oldest first; `status` filters on `active` / `disabled` /
+/// `deleting` (an account being deleted is disabled too, but listed as `deleting`).
 pub fn accounts(
     c: &Connection,
     status: Option<&str>,
@@ -66,7 +79,8 @@ pub fn accounts(
 ) -> rusqlite::Result<(Vec<Account>, i64)> {
     let filter = match status {
         Some("active") => "WHERE disabled_at IS NULL",
-        Some("disabled") => "WHERE disabled_at IS NOT NULL",
+        Some("disabled") => "WHERE disabled_at IS NOT NULL AND deleting_at IS NULL",
+        Some("deleting") => "WHERE deleting_at IS NOT NULL",
         _ => "",
     };
     let ids: Vec<String> = c
@@ -118,6 +132,23 @@ pub fn set_disabled(c: &Connection, user_id: &str, disabled: bool) -> rusqlite::
         "UPDATE users SET disabled_at = ?2, updated_at = ?3 WHERE id = ?1",
         params![user_id, at, now()],
     )? == 1)
+}
+
+/// Marks the account's delete as asked for (kept if it was already); false when there is no
+/// such user.
+pub fn mark_deleting(c: &Connection, user_id: &str) -> rusqlite::Result<bool> {
+    Ok(c.execute(
+        "UPDATE users SET deleting_at = COALESCE(deleting_at, ?2) WHERE id = ?1",
+        params![user_id, now()],
+    )? == 1)
+}
+
+/// The accounts whose delete was asked for and has not finished (a crash or a stop cut it
+/// short), by the partial index `users_deleting`.
+pub fn deleting(c: &Connection) -> rusqlite::Result<Vec<String>> {
+    c.prepare("SELECT id FROM users WHERE deleting_at IS NOT NULL ORDER BY deleting_at")?
+        .query_map([], |r| r.get(0))?
+        .collect()
 }
 
 pub fn delete_user(c: &Connection, user_id: &str) -> rusqlite::Result<bool> {

@@ -245,11 +245,20 @@ fn action_responses(act: &Act, body: bool) -> Value {
     let mut m = Map::new();
     match records::response(act.resource, act.action) {
         Some((status, _)) => {
+            let schema = r(&format!("{}Response", stem(act)));
             m.insert(
                 status.into(),
                 json!({"description": "Success",
-                       "content": {"application/json": {"schema": r(&format!("{}Response", stem(act)))}}}),
+                       "content": {"application/json": {"schema": schema.clone()}}}),
             );
+            // The one action with two success answers: done, or going on after its wait.
+            if (act.resource, act.action) == ("users", "delete") {
+                m.insert(
+                    "202".into(),
+                    json!({"description": "Accepted: the delete goes on",
+                           "content": {"application/json": {"schema": schema}}}),
+                );
+            }
         }
         None => {
             m.insert(

@@ -637,6 +637,12 @@ pub async fn set_disabled(
     let id = id.to_string();
     app.db
         .write(move |c| {
+            let deleting = repo::account(c, &id)?.is_some_and(|a| a.deleting_at.is_some());
+            if !disabled && deleting {
+                return Err(ApiError::conflict(
+                    "the account is being deleted; it cannot be enabled",
+                ));
+            }
             if !repo::set_disabled(c, &id, disabled)? {
                 return Err(ApiError::not_found("user"));
             }
@@ -665,18 +671,16 @@ pub async fn set_role(app: &AppState, admin_id: &str, id: &str, role: Role) -> A
 /// Deletes an account and everything it owns (see docs/api.md, `users`): the rows that
 /// reference the user cascade; the activity log keeps its rows.
 ///
-/// The account is disabled first, in a transaction of its own, so that nothing of the user's
-/// arrives while the rest goes; then what it owns in bulk goes in batches
-/// ([`repo::delete_owned_batch`]), each its own write, so that other users' writes wait for
-/// one batch at most and not for the whole account; then the user's row with what is left.
-/// The batches run in a task of their own: a client that hangs up, or the request's
-/// timeout, does not stop a delete half-way. One that stops anyway (a crash) leaves the
-/// account disabled with part of its records, and the delete can be repeated.
-pub async fn delete(app: &AppState, admin_id: &str, id: &str) -> ApiResult<User> {
+/// The account is disabled and marked as being deleted first, in a transaction of its own,
+/// so that nothing of the user's arrives while the rest goes and a start finishes the delete
+/// if this process does not ([`resume_deletes`]); then what it owns goes in batches
+/// ([`drain`]). The answer waits for the drain at most `--account-delete-wait-seconds`
+/// (and half the request timeout); after that the delete goes on without it.
+pub async fn delete(app: &AppState, admin_id: &str, id: &str) -> ApiResult<Deletion> {
     not_self(admin_id, id, "delete")?;
     let id = id.to_string();
     let uid = id.clone();
-    let u = app
+    let user = app
         .db
         .write(move |c| {
             let a = repo::account(c, &uid)?.ok_or_else(|| ApiError::not_found("user"))?;
@@ -684,44 +688,105 @@ pub async fn delete(app: &AppState, admin_id: &str, id: &str) -> ApiResult<User>
                 repo::set_disabled(c, &uid, true)?;
             }
             repo::revoke_sessions(c, &uid)?;
+            repo::mark_deleting(c, &uid)?;
             Ok(a.user)
         })
         .await?;
-    let app = app.clone();
-    tokio::spawn(async move {
-        let (t, mut rows, mut batches) = (std::time::Instant::now(), 0, 0);
-        loop {
-            let uid = id.clone();
-            let n = app
-                .db
-                .write(move |c| Ok(repo::delete_owned_batch(c, &uid)?))
-                .await?;
-            if n == 0 {
-                break;
-            }
-            (rows, batches) = (rows + n, batches + 1);
-            // A batch that finds the writer idle runs on this runtime worker and completes
-            // without ever suspending the task, so without a yield the drain kept one of the
-            // two workers, and the requests waiting on it, for tokio's whole cooperative
-            // budget (a hundred batches and more): other writes waited up to half a second.
-            tokio::task::yield_now().await;
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let drained = {
+        let (app, id) = (app.clone(), id.clone());
+        async move {
+            let _ = done_tx.send(drain(&app, &id).await);
         }
-        let uid = id.clone();
-        app.db
-            .write(move |c| Ok(repo::delete_user(c, &uid)?))
+    };
+    // On the service's task set, so a stop ends the drain between batches and the next start
+    // resumes it from the mark.
+    app.tasks.spawn(drained);
+    let c = &app.config;
+    let wait = std::time::Duration::from_secs(
+        c.account_delete_wait_seconds
+            .min(c.request_timeout_seconds / 2),
+    );
+    let done = match tokio::time::timeout(wait, done_rx).await {
+        Ok(Ok(result)) => {
+            result?;
+            true
+        }
+        // Still running; or the service is stopping and dropped the drain, which the next
+        // start resumes.
+        Ok(Err(_)) | Err(_) => false,
+    };
+    Ok(Deletion { user, done })
+}
+
+/// What `users delete` answers: the account, and whether its delete is done or goes on.
+pub struct Deletion {
+    pub user: User,
+    pub done: bool,
+}
+
+/// Deletes what the account owns in batches ([`repo::delete_owned_batch`]), each its own
+/// write, so that other users' writes wait for one batch at most and not for the whole
+/// account (47 s for one with a million leads); then the user's row with what is left.
+/// Running it twice at once, or over an account half drained, is harmless: each batch
+/// deletes what is there.
+async fn drain(app: &AppState, id: &str) -> ApiResult<()> {
+    let (t, mut rows, mut batches) = (std::time::Instant::now(), 0, 0);
+    loop {
+        let uid = id.to_string();
+        let n = app
+            .db
+            .write(move |c| Ok(repo::delete_owned_batch(c, &uid)?))
             .await?;
-        tracing::info!(
-            user = %id,
-            rows,
-            batches,
-            ms = t.elapsed().as_millis() as u64,
-            "deleted an account with its records in batches"
-        );
-        Ok::<_, ApiError>(())
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the account's delete stopped: {e}")))??;
-    Ok(u)
+        if n == 0 {
+            break;
+        }
+        (rows, batches) = (rows + n, batches + 1);
+        // A batch that finds the writer idle runs on this runtime worker and completes
+        // without ever suspending the task, so without a yield the drain kept one of the
+        // two workers, and the requests waiting on it, for tokio's whole cooperative
+        // budget (a hundred batches and more): other writes waited up to half a second.
+        tokio::task::yield_now().await;
+    }
+    let uid = id.to_string();
+    app.db
+        .write(move |c| Ok(repo::delete_user(c, &uid)?))
+        .await?;
+    tracing::info!(
+        user = %id,
+        rows,
+        batches,
+        ms = t.elapsed().as_millis() as u64,
+        "deleted an account with its records in batches"
+    );
+    Ok(())
+}
+
+/// Finishes the deletes that a crash or a stop cut short: every account marked as being
+/// deleted, one after the other, on the service's task set. Run once at each start.
+pub async fn resume_deletes(app: AppState) {
+    let ids = match app.db.read(|c| Ok(repo::deleting(c)?)).await {
+        Ok(ids) => ids,
+        Err(e) => {
+            tracing::warn!(error = %e.message, "could not look for unfinished account deletes");
+            return;
+        }
+    };
+    if ids.is_empty() {
+        return;
+    }
+    tracing::info!(
+        accounts = ids.len(),
+        "finishing account deletes that did not finish before the last stop"
+    );
+    let runner = app.clone();
+    app.tasks.spawn(async move {
+        for id in ids {
+            if let Err(e) = drain(&runner, &id).await {
+                tracing::warn!(user = %id, error = %e.message, "an account's delete stopped; the next start tries again");
+            }
+        }
+    });
 }
 
 // ---- OpenID Connect ----

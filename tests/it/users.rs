@@ -281,7 +281,10 @@ async fn role_change_and_delete_with_the_users_data() {
             None,
         )
         .await;
-    assert_eq!(r.ok(200)["deleted"], json!(true));
+    assert_eq!(
+        r.ok(200),
+        &json!({"id": u.id, "deleted": true, "status": "deleted"})
+    );
     assert_eq!(app.count("genies").await, g - 1);
     app.call(&u.token, "profiles", "get", None, json!({}))
         .await
@@ -434,4 +437,162 @@ async fn delete_in_batches_takes_everything_of_the_user_and_nothing_else() {
     )
     .await
     .err(404, "NOT_FOUND");
+}
+
+/// `n` leads of `user` on `genie`, written straight to the database (the API's creates would
+/// take the test seconds).
+async fn seed_leads(app: &TestApp, genie: &str, user: &str, n: usize) {
+    let (genie, user) = (genie.to_string(), user.to_string());
+    app.state
+        .db
+        .write(move |c| {
+            for i in 0..n {
+                c.execute(
+                    "INSERT INTO leads (agent_id, user_id, name, status, created_at)
+                     VALUES (genied_key(?1), genied_key(?2), ?3, 'new', ?4)",
+                    rusqlite::params![
+                        genie,
+                        user,
+                        format!("L{i}"),
+                        1_767_225_600_000i64 + i as i64
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
+/// A delete that outlasts `--account-delete-wait-seconds` (here 0) answers 202 with the
+/// account `deleting`, and goes on: the account and its records are gone a little later,
+/// another user's are not.
+#[tokio::test]
+async fn a_delete_longer_than_its_wait_answers_202_and_goes_on() {
+    let app = TestApp::spawn_with(|c| c.account_delete_wait_seconds = 0).await;
+    let admin = app.admin().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let theirs = insert_genie(&app, &u, "Theirs").await;
+    let others = insert_genie(&app, &other, "Other's").await;
+    seed_leads(&app, &theirs, &u.id, 250).await;
+    seed_leads(&app, &others, &other.id, 5).await;
+
+    let r = app
+        .request(
+            Method::DELETE,
+            &format!("/v1/users/{}", u.id),
+            Some(&admin.token),
+            None,
+        )
+        .await;
+    assert_eq!(
+        r.ok(202),
+        &json!({"id": u.id, "deleted": false, "status": "deleting"})
+    );
+    // Disabled from the answer on, whether or not the records are gone yet.
+    app.call(&u.token, "profiles", "get", None, json!({}))
+        .await
+        .err(401, "INVALID_TOKEN");
+    wait_until("the account's delete to finish", async || {
+        let r = app
+            .call(&admin.token, "users", "get", Some(json!(u.id)), json!({}))
+            .await;
+        (r.status == 404).then_some(())
+    })
+    .await;
+    let leads = "SELECT COUNT(*) FROM leads WHERE user_id = genied_key(?1)";
+    assert_eq!(count_of(&app, leads, &u.id).await, 0);
+    assert_eq!(count_of(&app, leads, &other.id).await, 5);
+    let genies = "SELECT COUNT(*) FROM genies WHERE user_id = ?1";
+    assert_eq!(count_of(&app, genies, &u.id).await, 0);
+    assert_eq!(count_of(&app, genies, &other.id).await, 1);
+}
+
+/// A delete cut short (here: marked by hand, as the delete's first transaction leaves it,
+/// with no drain running) shows as `deleting`, cannot be undone by `enable`, and is finished
+/// by the next start.
+#[tokio::test]
+async fn a_start_finishes_the_deletes_a_stop_cut_short() {
+    use genied::db::accounts::{mark_deleting, set_disabled};
+    let app = TestApp::spawn().await;
+    let admin = app.admin().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let theirs = insert_genie(&app, &u, "Theirs").await;
+    let others = insert_genie(&app, &other, "Other's").await;
+    seed_leads(&app, &theirs, &u.id, 250).await;
+    seed_leads(&app, &others, &other.id, 5).await;
+    let id = u.id.clone();
+    app.state
+        .db
+        .write(move |c| {
+            set_disabled(c, &id, true)?;
+            mark_deleting(c, &id)?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+
+    let r = app
+        .call(&admin.token, "users", "get", Some(json!(u.id)), json!({}))
+        .await;
+    let user = &r.ok(200)["user"];
+    assert_eq!(user["status"], json!("deleting"));
+    assert!(user["deleting_at"].is_string(), "{user}");
+    let listed = |status: &'static str| {
+        let (app, token) = (&app, admin.token.clone());
+        async move {
+            let r = app
+                .call(&token, "users", "all", None, json!({"status": status}))
+                .await;
+            r.ok(200)["users"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|u| u["id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed("deleting").await, vec![u.id.clone()]);
+    assert!(!listed("disabled").await.contains(&u.id));
+    app.call(
+        &admin.token,
+        "users",
+        "enable",
+        Some(json!(u.id)),
+        json!({}),
+    )
+    .await
+    .err(409, "CONFLICT");
+    app.call(
+        &admin.token,
+        "users",
+        "all",
+        None,
+        json!({"status": "gone"}),
+    )
+    .await
+    .err(400, "VALIDATION_ERROR");
+
+    let app = app.restart().await;
+    wait_until("the start to finish the account's delete", async || {
+        let r = app
+            .call(&admin.token, "users", "get", Some(json!(u.id)), json!({}))
+            .await;
+        (r.status == 404).then_some(())
+    })
+    .await;
+    let leads = "SELECT COUNT(*) FROM leads WHERE user_id = genied_key(?1)";
+    assert_eq!(count_of(&app, leads, &u.id).await, 0);
+    assert_eq!(count_of(&app, leads, &other.id).await, 5);
+    assert_eq!(listed_after(&app, &admin.token).await, 0);
+}
+
+/// Accounts listed as `deleting`.
+async fn listed_after(app: &TestApp, token: &str) -> usize {
+    let r = app
+        .call(token, "users", "all", None, json!({"status": "deleting"}))
+        .await;
+    r.ok(200)["users"].as_array().unwrap().len()
 }

@@ -357,7 +357,8 @@ pub fn records() -> Map<String, Value> {
                 "role": {"enum": ["internal_admin", "standard_user", "consumer"]},
                 "avatar_url": ns(), "timezone": ns(), "preferences": any(),
                 "created_at": time(), "updated_at": time(),
-                "status": {"enum": ["active", "disabled"]}, "disabled_at": ns(),
+                "status": {"enum": ["active", "disabled", "deleting"]}, "disabled_at": ns(),
+                "deleting_at": ns(),
                 "has_password": b(),
                 "identities": arr(object(&["issuer", "subject", "created_at"], json!({
                     "issuer": s(), "subject": s(), "email": ns(), "created_at": time(),
@@ -604,6 +605,12 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
             json!({"invitations": arr(r("AccountInvitation")), "count": count()}),
         ),
         ("users", "revoke-invitation") => one("invitation", "AccountInvitation"),
+        // 200 when done, 202 while the delete goes on (`openapi::action_responses`).
+        ("users", "delete") => object(
+            &["id", "deleted", "status"],
+            json!({"id": t("string"), "deleted": t("boolean"),
+                   "status": {"enum": ["deleted", "deleting"]}}),
+        ),
         ("campaigns", "all") => page("campaigns", r("Campaign"), "count"),
         ("campaigns", "get" | "create" | "update" | "start" | "pause" | "resume" | "cancel") => {
             one("campaign", "Campaign")
@@ -611,7 +618,7 @@ pub fn response(resource: &str, action: &str) -> Option<(&'static str, Value)> {
         ("campaigns", "calls") => page("calls", r("CampaignCall"), "count"),
         (
             "api-keys" | "genies" | "knowledge-base" | "worker-genies" | "conversations"
-            | "qr-code" | "genie-tests" | "users" | "campaigns",
+            | "qr-code" | "genie-tests" | "campaigns",
             "delete",
         )
         | ("worker-genies", "delete-credential") => r("Deleted"),
