@@ -696,7 +696,12 @@ pub async fn delete(app: &AppState, admin_id: &str, id: &str) -> ApiResult<Delet
     let drained = {
         let (app, id) = (app.clone(), id.clone());
         async move {
-            let _ = done_tx.send(drain(&app, &id).await);
+            let result = drain(&app, &id).await;
+            if let Err(e) = &result {
+                // Said here too: the request may have been answered 202 already.
+                tracing::warn!(user = %id, error = %e.message, "an account's delete stopped; the next start tries again");
+            }
+            let _ = done_tx.send(result);
         }
     };
     // On the service's task set, so a stop ends the drain between batches and the next start
