@@ -464,26 +464,70 @@ async fn seed_leads(app: &TestApp, genie: &str, user: &str, n: usize) {
         .unwrap();
 }
 
+/// An admin, a user with a genie and 250 leads (more than two batches), and another user
+/// with a genie and 5 leads: `(admin, user, other)`.
+async fn an_account_to_delete(app: &TestApp) -> (User, User, User) {
+    let admin = app.admin().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let theirs = insert_genie(app, &u, "Theirs").await;
+    let others = insert_genie(app, &other, "Other's").await;
+    seed_leads(app, &theirs, &u.id, 250).await;
+    seed_leads(app, &others, &other.id, 5).await;
+    (admin, u, other)
+}
+
+/// Waits until `users get` answers 404 for `u`, then checks that `u`'s leads and genies are
+/// gone and `other`'s are not.
+async fn wait_gone(app: &TestApp, admin: &User, u: &User, other: &User) {
+    wait_until("the account's delete to finish", async || {
+        let r = app
+            .call(&admin.token, "users", "get", Some(json!(u.id)), json!({}))
+            .await;
+        (r.status == 404).then_some(())
+    })
+    .await;
+    let leads = "SELECT COUNT(*) FROM leads WHERE user_id = genied_key(?1)";
+    assert_eq!(count_of(app, leads, &u.id).await, 0);
+    assert_eq!(count_of(app, leads, &other.id).await, 5);
+    let genies = "SELECT COUNT(*) FROM genies WHERE user_id = ?1";
+    assert_eq!(count_of(app, genies, &u.id).await, 0);
+    assert_eq!(count_of(app, genies, &other.id).await, 1);
+}
+
+/// The ids `users all` lists with `status`.
+async fn listed(app: &TestApp, admin: &User, status: &str) -> Vec<String> {
+    let r = app
+        .call(
+            &admin.token,
+            "users",
+            "all",
+            None,
+            json!({"status": status}),
+        )
+        .await;
+    r.ok(200)["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// A delete that outlasts `--account-delete-wait-seconds` (here 0) answers 202 with the
 /// account `deleting`, and goes on: the account and its records are gone a little later,
 /// another user's are not.
 #[tokio::test]
 async fn a_delete_longer_than_its_wait_answers_202_and_goes_on() {
     let app = TestApp::spawn_with(|c| c.account_delete_wait_seconds = 0).await;
-    let admin = app.admin().await;
-    let u = app.standard().await;
-    let other = app.standard().await;
-    let theirs = insert_genie(&app, &u, "Theirs").await;
-    let others = insert_genie(&app, &other, "Other's").await;
-    seed_leads(&app, &theirs, &u.id, 250).await;
-    seed_leads(&app, &others, &other.id, 5).await;
-
+    let (admin, u, other) = an_account_to_delete(&app).await;
     let r = app
-        .request(
-            Method::DELETE,
-            &format!("/v1/users/{}", u.id),
-            Some(&admin.token),
-            None,
+        .call(
+            &admin.token,
+            "users",
+            "delete",
+            Some(json!(u.id)),
+            json!({}),
         )
         .await;
     assert_eq!(
@@ -494,19 +538,7 @@ async fn a_delete_longer_than_its_wait_answers_202_and_goes_on() {
     app.call(&u.token, "profiles", "get", None, json!({}))
         .await
         .err(401, "INVALID_TOKEN");
-    wait_until("the account's delete to finish", async || {
-        let r = app
-            .call(&admin.token, "users", "get", Some(json!(u.id)), json!({}))
-            .await;
-        (r.status == 404).then_some(())
-    })
-    .await;
-    let leads = "SELECT COUNT(*) FROM leads WHERE user_id = genied_key(?1)";
-    assert_eq!(count_of(&app, leads, &u.id).await, 0);
-    assert_eq!(count_of(&app, leads, &other.id).await, 5);
-    let genies = "SELECT COUNT(*) FROM genies WHERE user_id = ?1";
-    assert_eq!(count_of(&app, genies, &u.id).await, 0);
-    assert_eq!(count_of(&app, genies, &other.id).await, 1);
+    wait_gone(&app, &admin, &u, &other).await;
 }
 
 /// A delete cut short (here: marked by hand, as the delete's first transaction leaves it,
@@ -516,13 +548,7 @@ async fn a_delete_longer_than_its_wait_answers_202_and_goes_on() {
 async fn a_start_finishes_the_deletes_a_stop_cut_short() {
     use genied::db::accounts::{mark_deleting, set_disabled};
     let app = TestApp::spawn().await;
-    let admin = app.admin().await;
-    let u = app.standard().await;
-    let other = app.standard().await;
-    let theirs = insert_genie(&app, &u, "Theirs").await;
-    let others = insert_genie(&app, &other, "Other's").await;
-    seed_leads(&app, &theirs, &u.id, 250).await;
-    seed_leads(&app, &others, &other.id, 5).await;
+    let (admin, u, other) = an_account_to_delete(&app).await;
     let id = u.id.clone();
     app.state
         .db
@@ -540,22 +566,8 @@ async fn a_start_finishes_the_deletes_a_stop_cut_short() {
     let user = &r.ok(200)["user"];
     assert_eq!(user["status"], json!("deleting"));
     assert!(user["deleting_at"].is_string(), "{user}");
-    let listed = |status: &'static str| {
-        let (app, token) = (&app, admin.token.clone());
-        async move {
-            let r = app
-                .call(&token, "users", "all", None, json!({"status": status}))
-                .await;
-            r.ok(200)["users"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|u| u["id"].as_str().unwrap().to_string())
-                .collect::<Vec<_>>()
-        }
-    };
-    assert_eq!(listed("deleting").await, vec![u.id.clone()]);
-    assert!(!listed("disabled").await.contains(&u.id));
+    assert_eq!(listed(&app, &admin, "deleting").await, vec![u.id.clone()]);
+    assert!(!listed(&app, &admin, "disabled").await.contains(&u.id));
     app.call(
         &admin.token,
         "users",
@@ -576,23 +588,6 @@ async fn a_start_finishes_the_deletes_a_stop_cut_short() {
     .err(400, "VALIDATION_ERROR");
 
     let app = app.restart().await;
-    wait_until("the start to finish the account's delete", async || {
-        let r = app
-            .call(&admin.token, "users", "get", Some(json!(u.id)), json!({}))
-            .await;
-        (r.status == 404).then_some(())
-    })
-    .await;
-    let leads = "SELECT COUNT(*) FROM leads WHERE user_id = genied_key(?1)";
-    assert_eq!(count_of(&app, leads, &u.id).await, 0);
-    assert_eq!(count_of(&app, leads, &other.id).await, 5);
-    assert_eq!(listed_after(&app, &admin.token).await, 0);
-}
-
-/// Accounts listed as `deleting`.
-async fn listed_after(app: &TestApp, token: &str) -> usize {
-    let r = app
-        .call(token, "users", "all", None, json!({"status": "deleting"}))
-        .await;
-    r.ok(200)["users"].as_array().unwrap().len()
+    wait_gone(&app, &admin, &u, &other).await;
+    assert!(listed(&app, &admin, "deleting").await.is_empty());
 }
