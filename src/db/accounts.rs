@@ -33,12 +33,36 @@ pub struct Identity {
     pub last_login_at: Option<String>,
 }
 
-/// `(disabled_at, has_password)` of a user.
-pub fn status(c: &Connection, user_id: &str) -> rusqlite::Result<Option<(Option<String>, bool)>> {
+/// What the `users` row says of an account beyond its profile.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    pub disabled_at: Option<String>,
+    pub deleting_at: Option<String>,
+    pub has_password: bool,
+}
+
+impl Status {
+    /// `active`, `disabled`, or `deleting` (which is disabled too) while its delete runs.
+    pub fn name(&self) -> &'static str {
+        match (&self.disabled_at, &self.deleting_at) {
+            (_, Some(_)) => "deleting",
+            (Some(_), None) => "disabled",
+            (None, None) => "active",
+        }
+    }
+}
+
+pub fn status(c: &Connection, user_id: &str) -> rusqlite::Result<Option<Status>> {
     c.query_row(
-        "SELECT disabled_at, password_hash IS NOT NULL FROM users WHERE id = ?1",
+        "SELECT disabled_at, deleting_at, password_hash IS NOT NULL FROM users WHERE id = ?1",
         [user_id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| {
+            Ok(Status {
+                disabled_at: r.get(0)?,
+                deleting_at: r.get(1)?,
+                has_password: r.get(2)?,
+            })
+        },
     )
     .optional()
 }
@@ -47,23 +71,12 @@ pub fn account(c: &Connection, user_id: &str) -> rusqlite::Result<Option<Account
     let Some(user) = super::users::get(c, user_id)? else {
         return Ok(None);
     };
-    let (disabled_at, deleting_at, has_password) = c
-        .query_row(
-            "SELECT disabled_at, deleting_at, password_hash IS NOT NULL FROM users WHERE id = ?1",
-            [user_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?
-        .unwrap_or((None, None, false));
+    let s = status(c, user_id)?.unwrap_or_default();
     Ok(Some(Account {
-        status: match (&disabled_at, &deleting_at) {
-            (_, Some(_)) => "deleting",
-            (Some(_), None) => "disabled",
-            (None, None) => "active",
-        },
-        disabled_at,
-        deleting_at,
-        has_password,
+        status: s.name(),
+        disabled_at: s.disabled_at,
+        deleting_at: s.deleting_at,
+        has_password: s.has_password,
         identities: identities(c, user_id)?,
         user,
     }))

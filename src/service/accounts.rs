@@ -637,7 +637,7 @@ pub async fn set_disabled(
     let id = id.to_string();
     app.db
         .write(move |c| {
-            let deleting = repo::account(c, &id)?.is_some_and(|a| a.deleting_at.is_some());
+            let deleting = repo::status(c, &id)?.is_some_and(|s| s.deleting_at.is_some());
             if !disabled && deleting {
                 return Err(ApiError::conflict(
                     "the account is being deleted; it cannot be enabled",
@@ -895,7 +895,7 @@ pub async fn oidc_user(app: &AppState, login: OidcLogin, ip: Option<String>) -> 
                     }
                 }
             };
-            let (disabled, _) = repo::status(c, &uid)?.unwrap_or((None, false));
+            let disabled = repo::status(c, &uid)?.and_then(|s| s.disabled_at);
             if disabled.is_some() {
                 return Err(ApiError::forbidden("this account is disabled"));
             }
