@@ -326,33 +326,15 @@ async fn delete_in_batches_takes_everything_of_the_user_and_nothing_else() {
     let other = app.standard().await;
     let theirs = insert_genie(&app, &u, "Theirs").await;
     let others = insert_genie(&app, &other, "Other's").await;
-    let (uid, oid, gu, go) = (
-        u.id.clone(),
-        other.id.clone(),
-        theirs.clone(),
-        others.clone(),
-    );
+    // The user's own leads; another user's leads on the user's genie (they go with it); that
+    // user's leads on their own genie (they stay).
+    seed_leads(&app, &theirs, &u.id, 1_100).await;
+    seed_leads(&app, &theirs, &other.id, 3).await;
+    seed_leads(&app, &others, &other.id, 7).await;
+    let (uid, gu) = (u.id.clone(), theirs.clone());
     app.state
         .db
         .write(move |c| {
-            // The user's own leads; another user's leads on the user's genie (they go with
-            // it); that user's leads on their own genie (they stay).
-            let seeds = [(&gu, &uid, 1_100), (&gu, &oid, 3), (&go, &oid, 7)];
-            for (k, (genie, user, n)) in seeds.into_iter().enumerate() {
-                for i in 0..n {
-                    c.execute(
-                        "INSERT INTO leads (agent_id, user_id, name, status, created_at)
-                         VALUES (genied_key(?1), genied_key(?2), ?3, ?4, ?5)",
-                        rusqlite::params![
-                            genie,
-                            user,
-                            format!("L{k}.{i}"),
-                            ["new", "qualified"][i % 2],
-                            1_767_225_600_000i64 + i as i64
-                        ],
-                    )?;
-                }
-            }
             for i in 0..520 {
                 c.execute(
                     "INSERT INTO conversations (id, user_id, genie_id, channel, status, started_at, created_at, updated_at)
@@ -439,8 +421,8 @@ async fn delete_in_batches_takes_everything_of_the_user_and_nothing_else() {
     .err(404, "NOT_FOUND");
 }
 
-/// `n` leads of `user` on `genie`, written straight to the database (the API's creates would
-/// take the test seconds).
+/// `n` leads of `user` on `genie`, half `new` and half `qualified`, written straight to the
+/// database (the API's creates would take the test seconds).
 async fn seed_leads(app: &TestApp, genie: &str, user: &str, n: usize) {
     let (genie, user) = (genie.to_string(), user.to_string());
     app.state
@@ -449,11 +431,12 @@ async fn seed_leads(app: &TestApp, genie: &str, user: &str, n: usize) {
             for i in 0..n {
                 c.execute(
                     "INSERT INTO leads (agent_id, user_id, name, status, created_at)
-                     VALUES (genied_key(?1), genied_key(?2), ?3, 'new', ?4)",
+                     VALUES (genied_key(?1), genied_key(?2), ?3, ?4, ?5)",
                     rusqlite::params![
                         genie,
                         user,
                         format!("L{i}"),
+                        ["new", "qualified"][i % 2],
                         1_767_225_600_000i64 + i as i64
                     ],
                 )?;
