@@ -387,6 +387,13 @@ for tool in tools:
   print()
   print(f"Measured with {'wrk (Debian package, examples/bench/wrk.lua)' if tool == 'wrk' else 'examples/loadgen'}:")
   print()
+  if tool == "wrk":
+    # wrk 4 corrects its latencies for coordinated omission before reporting them: a
+    # response slower than twice a connection's mean interval adds samples for the requests
+    # a client sending at that rate would have sent meanwhile. A few stalls in a run make its
+    # p99; loadgen's percentiles are of the responses alone, and its max shows the stalls.
+    print("wrk's p99 is after its correction for coordinated omission; loadgen's is of the responses alone.")
+    print()
   if many:
     print(f"Medians of {len(rounds_dirs)} rounds; the ratio is the median of the rounds' ratios, its range beside it.")
     print()
