@@ -18,7 +18,7 @@
 # the same page deep by offset (N/U/8) and by cursor (at the same depth), lead `stats`,
 # genies `all` (page 50), documents `search` (two words rarely found together, and two
 # often), conversations `all` (page 50). Each scenario runs against every size in turn,
-# seconds apart, the smallest first in odd rounds and the largest first in even ones, each
+# seconds apart, in SCALE_LEADS's order in odd rounds and the other way in even ones, each
 # run once no server uses CPU: a VM's speed drifts over the minutes a run takes (round
 # thirty's one-user ratios followed the order of the sizes, docs/performance.md), and in turn
 # the drift falls on both sides of a ratio. Also per size: idle RSS (once the server's CPU
@@ -118,7 +118,7 @@ run() { # name tag body [loadgen args]: one round's run of a scenario against on
     --out "$OUT/$1.$2.r$round.json" --header "authorization: Bearer ${TOKEN_OF[$2]}" \
     --url "${URL_OF[$2]}/v1" --method POST --body "$3" "${@:4}" >/dev/null
 }
-in_turn() { # round: the sizes' tags, smallest first in odd rounds and largest first in even ones
+in_turn() { # round: the sizes' tags, in SCALE_LEADS's order in odd rounds, reversed in even ones
   if (( $1 % 2 )); then printf '%s\n' "${TAGS[@]}"; else printf '%s\n' "${TAGS[@]}" | tac; fi
 }
 
