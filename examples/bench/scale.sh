@@ -111,7 +111,7 @@ settle() { # until no running server uses more than 5% of a core over half a sec
 }
 TICK=$(getconf CLK_TCK)
 # Each size's server, keyed by its tag (n<leads>.u<users>).
-declare -A LEADS_OF PID_OF URL_OF DIR_OF TOKEN_OF SETUP_OF SEED_OF SEED_S READY_OF CACHED_OF IDLE_OF ANON_OF MINE_OF DEEP_OF CURSOR_OF
+declare -A LEADS_OF PID_OF URL_OF DIR_OF TOKEN_OF SETUP_OF SEARCH_OF COMMON_OF SEED_S READY_OF CACHED_OF IDLE_OF ANON_OF MINE_OF DEEP_OF CURSOR_OF
 run() { # name tag body [loadgen args]: one round's run of a scenario against one size's server
   settle
   "$LOADGEN" --name "$1" --concurrency 1 --duration-secs "$DURATION" --warmup-secs "${WARM:-$WARMUP}" \
@@ -139,10 +139,12 @@ for users in $SCALE_USERS; do
     TOKEN_OF[$tag]=$(json "['token']" <<<"${SETUP_OF[$tag]}")
     stop "$PID"
     t0=$(date +%s.%N)
-    SEED_OF[$tag]=$("$BENCH" scale-seed --data-dir "$D" --email "$EMAIL" --users "$users" --leads "$leads" \
+    SEED=$("$BENCH" scale-seed --data-dir "$D" --email "$EMAIL" --users "$users" --leads "$leads" \
       --conversations $((leads / 10)) --genies $((leads / 100)) --documents $((leads / 100)) \
       --ids-out "$WORK/ids.$tag")
     SEED_S[$tag]=$(python3 -c "import time,sys; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+    SEARCH_OF[$tag]=$(json "['search']" <<<"$SEED")
+    COMMON_OF[$tag]=$(json "['search_common']" <<<"$SEED")
     # How much of the executable the page cache still held: a kernel that pages out what no
     # one touched for a while (this VM's does after about a minute) makes the first start
     # read the binary back (docs/performance.md, round twenty-eight).
@@ -174,8 +176,8 @@ for users in $SCALE_USERS; do
     for t in $order; do run cursor "$t" "{\"resource\":\"leads\",\"action\":\"all\",\"data\":{\"filters\":{\"status\":\"qualified\"},\"limit\":50,\"cursor\":\"${CURSOR_OF[$t]}\"}}"; done
     for t in $order; do run stats "$t" '{"resource":"leads","action":"stats"}'; done
     for t in $order; do run genies "$t" '{"resource":"genies","action":"all","data":{"limit":50}}'; done
-    for t in $order; do run search "$t" "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"$(json "['search']" <<<"${SEED_OF[$t]}")\"}}"; done
-    for t in $order; do run search_common "$t" "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"$(json "['search_common']" <<<"${SEED_OF[$t]}")\"}}"; done
+    for t in $order; do run search "$t" "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"${SEARCH_OF[$t]}\"}}"; done
+    for t in $order; do run search_common "$t" "{\"resource\":\"documents\",\"action\":\"search\",\"data\":{\"query\":\"${COMMON_OF[$t]}\"}}"; done
     for t in $order; do run conversations "$t" '{"resource":"conversations","action":"all","data":{"limit":50}}'; done
   done
   declare -A PEAK_OF BACKUP_OF
