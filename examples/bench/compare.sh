@@ -73,14 +73,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-say() { printf '\n== %s\n' "$*" >&2; }
-json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
-stop() { # pid
-  kill -TERM "$1" 2>/dev/null || true
-  for _ in $(seq 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
-  kill -KILL "$1" 2>/dev/null || true
-}
-rss_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+# shellcheck source=examples/bench/common.sh
+. "$ROOT/examples/bench/common.sh"
 
 # ---- build
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
@@ -191,33 +185,11 @@ G=http://127.0.0.1:$GENIED_PORT
 P=http://127.0.0.1:$PB_PORT/api/collections
 GH=(--header "authorization: Bearer $G_TOKEN")
 PH=(--header "authorization: ${P_TOKEN:-}")
-TICK=$(getconf CLK_TCK)
-cpu_ticks() { # pid: user + system CPU ticks so far (empty when there is no such process)
-  if [[ -n "${1:-}" && -r /proc/$1/stat ]]; then awk '{print $14 + $15}' "/proc/$1/stat"; fi
-}
-# Waits (up to 30 s) until no server uses more than 5% of a core over half a second. After
-# a heavy run PocketBase's garbage collector went on for seconds: measured from /proc, it
-# took 1.8 s of CPU during the 6 s of genied's next run, on two cores shared by both.
-settle() {
-  local pids=("${G_PID:-}" "${P_PID:-}" "${PG_PID_A:-}" "${PG_PID_B:-}") before after pid busy
-  for _ in $(seq 60); do
-    before=(); for pid in "${pids[@]}"; do before+=("$(cpu_ticks "$pid")"); done
-    sleep 0.5
-    busy=0; local k=0
-    for pid in "${pids[@]}"; do
-      after=$(cpu_ticks "$pid")
-      [[ -n "$after" && -n "${before[k]}" ]] && (( (after - before[k]) * 40 > TICK )) && busy=1
-      k=$((k + 1))
-    done
-    (( busy )) || return 0
-  done
-  echo "    (a server was still busy after 30 s; measuring anyway)" >&2
-}
 run() { # name system concurrency loadgen-args...: the scenario with each tool in $TOOLS
   local name=$1 sys=$2 c=$3; shift 3
   local tool g0 p0
   for tool in $TOOLS; do
-    settle
+    settle "${G_PID:-}" "${P_PID:-}" "${PG_PID_A:-}" "${PG_PID_B:-}"
     # Each server's CPU time over the run (warm-up included) goes into its result: what the
     # measured server spent, and what the other one did meanwhile (its background work, a
     # garbage collector after a heavy run, shares the two cores with the measured one).

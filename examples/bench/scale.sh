@@ -61,13 +61,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-rss_kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 cached_share() { # file: the share of it in the page cache (util-linux's fincore), or null
   local cached
   cached=$(fincore --bytes --noheadings --output RES "$1" 2>/dev/null) || { echo null; return; }
   python3 -c "import sys; print(round(int(sys.argv[1]) / int(sys.argv[2]), 3))" "$cached" "$(stat -c %s "$1")"
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 wait_idle() { # pid: until the server's CPU time stops growing (start-up work done), at most 120 s
   local last now
   last=$(cpu_ticks "$1")
@@ -95,25 +93,10 @@ start_genied() { # data-dir log-name url
     --rate-limit-per-minute 0 --session-rate-limit-per-minute 0
 }
 
-settle() { # until no running server uses more than 5% of a core over half a second, at most 30 s
-  local pids=("${!PID_OF[@]}") before after k busy
-  for _ in $(seq 60); do
-    before=(); for k in "${pids[@]}"; do before+=("$(cpu_ticks "${PID_OF[$k]}")"); done
-    sleep 0.5
-    busy=0
-    for k in "${!pids[@]}"; do
-      after=$(cpu_ticks "${PID_OF[${pids[k]}]}")
-      (( (after - before[k]) * 40 > TICK )) && busy=1
-    done
-    (( busy )) || return 0
-  done
-  echo "    (a server was still busy after 30 s; measuring anyway)" >&2
-}
-TICK=$(getconf CLK_TCK)
 # Each size's server, keyed by its tag (n<leads>.u<users>).
 declare -A LEADS_OF PID_OF URL_OF DIR_OF TOKEN_OF SETUP_OF SEARCH_OF COMMON_OF SEED_S READY_OF CACHED_OF IDLE_OF ANON_OF MINE_OF DEEP_OF CURSOR_OF
 run() { # name tag body [loadgen args]: one round's run of a scenario against one size's server
-  settle
+  settle "${PID_OF[@]}"
   "$LOADGEN" --name "$1" --concurrency 1 --duration-secs "$DURATION" --warmup-secs "${WARM:-$WARMUP}" \
     --out "$OUT/$1.$2.r$round.json" --header "authorization: Bearer ${TOKEN_OF[$2]}" \
     --url "${URL_OF[$2]}/v1" --method POST --body "$3" "${@:4}" >/dev/null
@@ -182,7 +165,7 @@ for users in $SCALE_USERS; do
   done
   declare -A PEAK_OF BACKUP_OF
   for t in "${TAGS[@]}"; do
-    settle
+    settle "${PID_OF[@]}"
     "$LOADGEN" --name peak --concurrency 64 --duration-secs "$DURATION" --warmup-secs 0 \
       --header "authorization: Bearer ${TOKEN_OF[$t]}" --url "${URL_OF[$t]}/v1" --method POST \
       --ids "$WORK/ids.$t" --out "$OUT/peak.$t.json" \
