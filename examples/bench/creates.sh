@@ -60,7 +60,10 @@ one() { # round name: a new data directory, its server, the runs, the server sto
   "${cmd[@]}" --data-dir "$d" --log-level warn admin create-user --email "$EMAIL" --password "$PASSWORD" >/dev/null
   setup=$("$BENCH" genied-setup --url "http://127.0.0.1:$PORT" --email "$EMAIL" --password "$PASSWORD")
   token=$(json "['token']" <<<"$setup"); genie=$(json "['genie_id']" <<<"$setup")
-  for c in $(printf '1\n%.0s' $(seq "$RUNS_1")) $(printf '64\n%.0s' $(seq "$RUNS_64")); do
+  local runs=()
+  for _ in $(seq "$RUNS_1"); do runs+=(1); done
+  for _ in $(seq "$RUNS_64"); do runs+=(64); done
+  for c in "${runs[@]}"; do
     settle "$pid"
     before=$(cpu_ticks "$pid")
     "$LOADGEN" --name "$name" --concurrency "$c" --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
