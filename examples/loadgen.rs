@@ -51,6 +51,11 @@ struct Args {
     /// A file of values, one a line, substituted for `{id}` in turn.
     #[arg(long)]
     ids: Option<std::path::PathBuf>,
+    /// Print each measured request that took longer than this many milliseconds to stderr,
+    /// with the wall-clock time it started (Unix seconds), to line a stall up with the
+    /// server's log.
+    #[arg(long)]
+    slow_ms: Option<u64>,
 }
 
 #[tokio::main]
@@ -122,6 +127,7 @@ async fn main() -> anyhow::Result<()> {
                 measured.clone(),
             );
             let expect = args.expect_status;
+            let slow = args.slow_ms.map(Duration::from_millis);
             let ids = ids.clone();
             tokio::spawn(async move {
                 let mut lat = Vec::with_capacity(1 << 16);
@@ -144,6 +150,7 @@ async fn main() -> anyhow::Result<()> {
                         req = req.body(fill(b));
                     }
                     let started = Instant::now();
+                    let wall = std::time::SystemTime::now();
                     let ok = match req.send().await {
                         Ok(resp) => {
                             let status = resp.status();
@@ -155,6 +162,17 @@ async fn main() -> anyhow::Result<()> {
                     let took = started.elapsed();
                     if started >= warm_end {
                         measured.fetch_add(1, Ordering::Relaxed);
+                        if slow.is_some_and(|s| took > s) {
+                            let at = wall
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .unwrap_or_default();
+                            eprintln!(
+                                "slow: {:.3} ms, started at {}.{:06}",
+                                took.as_secs_f64() * 1e3,
+                                at.as_secs(),
+                                at.subsec_micros()
+                            );
+                        }
                         if ok {
                             lat.push(took.as_micros() as u32)
                         } else {

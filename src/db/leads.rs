@@ -353,6 +353,25 @@ pub fn index_pending(c: &Connection, limit: i64) -> rusqlite::Result<usize> {
     Ok(ids.len() + new as usize)
 }
 
+/// One bounded step of merging the lead search index's segments, which FTS5 no longer does
+/// by itself (migration V48): at most `pages` pages of merged output, on a level holding at
+/// least four segments or one already being merged. Returns whether it did any work, which
+/// FTS5 says by changing at least two rows (its documentation of the `merge` command).
+/// Nothing on PostgreSQL.
+pub fn merge_search_step(c: &Connection, pages: i64) -> rusqlite::Result<bool> {
+    if c.is_postgres() {
+        return Ok(false);
+    }
+    let changes = |c: &Connection| -> rusqlite::Result<i64> {
+        c.prepare_cached("SELECT total_changes()")?
+            .query_row([], |r| r.get(0))
+    };
+    let before = changes(c)?;
+    c.prepare_cached("INSERT INTO leads_search (leads_search, rank) VALUES ('merge', ?1)")?
+        .execute([pages])?;
+    Ok(changes(c)? - before >= 2)
+}
+
 /// The SQL functions lead queries use: [`super::keys`]' two, and
 /// `genied_icontains(haystack, needle)`: whether `needle` occurs in `haystack`, ignoring
 /// case as the trigram index does (Unicode lower case, not only ASCII as `LIKE`). NULL

@@ -197,17 +197,29 @@ pub async fn update(
     Ok(after)
 }
 
-/// Leads indexed for search per transaction. One FTS5 segment a batch instead of one a lead.
+/// Leads indexed for search per transaction. One FTS5 segment for the batch instead of one a lead.
 const SEARCH_BATCH: i64 = 1000;
+
+/// Pages of merged output in one step of the search index's merges, each its own
+/// transaction: a step holds the writer about a millisecond, where FTS5's own merges held it
+/// for tens (migration V48; docs/performance.md, round thirty-three).
+const MERGE_STEP_PAGES: i64 = 16;
 
 /// Indexes new and renamed leads for search in batches, half a second apart, until `stop`
 /// (see migration V11: a lead create no longer writes the search index itself). Searches
 /// find pending leads all the same, so how far behind this runs changes only their cost.
+/// After each batch, and every half second for the segments deletes and renames write, it
+/// merges the index's segments in bounded steps (migration V48).
 ///
 /// A backlog is worked off batch after batch, and `stop` is looked at before each: a stop
 /// waits for the batch in hand only, never for the backlog (a million pending leads kept a
 /// stopping `serve` busy for over ten minutes). What is left is indexed after the next start.
 pub async fn search_indexer(app: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+    if app.db.is_postgres() {
+        // Its trigram indexes follow each write: nothing is ever pending or merged here.
+        let _ = stop.wait_for(|stopped| *stopped).await;
+        return;
+    }
     loop {
         while !*stop.borrow() {
             match app.db.read(|c| Ok(repo::search_pending(c)?)).await {
@@ -218,11 +230,14 @@ pub async fn search_indexer(app: AppState, mut stop: tokio::sync::watch::Receive
                     break;
                 }
             }
-            match app
+            let indexed = app
                 .db
                 .write(|c| Ok(repo::index_pending(c, SEARCH_BATCH)?))
-                .await
-            {
+                .await;
+            // Merged batch by batch, so that a backlog's segments never pile up into one of
+            // the large merges FTS5 makes of a level that holds too many.
+            merge_search_index(&app, &stop).await;
+            match indexed {
                 Ok(n) if n as i64 == SEARCH_BATCH => {}
                 Ok(_) => break,
                 Err(e) => {
@@ -231,9 +246,35 @@ pub async fn search_indexer(app: AppState, mut stop: tokio::sync::watch::Receive
                 }
             }
         }
+        merge_search_index(&app, &stop).await;
         tokio::select! {
             _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
             _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Merges the lead search index's segments step by step until no level needs it, or `stop`.
+/// Each step is a write of its own, so writes queued meanwhile go between them.
+async fn merge_search_index(app: &AppState, stop: &tokio::sync::watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        let started = std::time::Instant::now();
+        match app
+            .db
+            .write(|c| Ok(repo::merge_search_step(c, MERGE_STEP_PAGES)?))
+            .await
+        {
+            Ok(true) => {
+                tracing::debug!(
+                    took_us = started.elapsed().as_micros() as u64,
+                    "lead search index: merge step"
+                );
+            }
+            Ok(false) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "lead search indexer: could not merge");
+                break;
+            }
         }
     }
 }

@@ -1216,6 +1216,168 @@ async fn leads_changed_before_the_indexer_takes_them_in_are_indexed_as_they_are(
     app.fts_index_is_whole("leads_search").await;
 }
 
+/// Segments of the lead search index: FTS5 keys each segment's pages by the segment's id
+/// shifted 37 bits (its `FTS5_SEGMENT_ROWID`); the rows below are its structure and totals.
+async fn search_segments(app: &TestApp) -> i64 {
+    app.state
+        .db
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT COUNT(DISTINCT id >> 37) FROM leads_search_data WHERE id >> 37 > 0",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap()
+}
+
+/// FTS5 merges the lead search index only in the indexer's bounded steps, each a write of
+/// its own, never in the commit of whatever wrote the index (V48): a step merges segments
+/// and says so, says when nothing is left to merge, and the indexer takes the steps by
+/// itself for the segments deletes leave behind.
+#[tokio::test]
+async fn the_lead_search_index_is_merged_in_the_indexers_steps() {
+    if postgres::skip("the lead search index is SQLite's FTS5") {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let settings: Vec<(String, i64)> = app
+        .state
+        .db
+        .read(|c| {
+            let mut st = c.prepare(
+                "SELECT k, v FROM leads_search_config WHERE k IN ('automerge', 'crisismerge') ORDER BY k",
+            )?;
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        settings,
+        vec![
+            ("automerge".to_string(), 0),
+            ("crisismerge".to_string(), 64)
+        ]
+    );
+
+    let u = app.standard().await;
+    let g = insert_genie(&app, &u, "G").await;
+    let names = [
+        "Ada Quill",
+        "Bram Oster",
+        "Cleo Varga",
+        "Dov Pernell",
+        "Edda Stroud",
+        "Fitz Mallory",
+        "Gia Thorncastle",
+        "Hugo Brennan",
+        "Ines Calloway",
+        "Jory Wexford",
+        "Kit Lachance",
+        "Lior Ashdown",
+    ];
+    let mut ids = Vec::new();
+    for name in names {
+        ids.push(
+            new_lead(&app, &u, json!({"agent_id": g, "name": name})).await["id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    wait_until("the leads indexed for search", async || {
+        let pending = app
+            .state
+            .db
+            .read(|c| Ok(genied::db::leads::search_pending(c)?))
+            .await
+            .unwrap();
+        (!pending).then_some(())
+    })
+    .await;
+
+    // Five deletes in one write, each in a savepoint as a group's later writes are: FTS5
+    // writes out what it holds when a savepoint opens, one segment each, and merges none of
+    // them. The write's own steps then merge them, and the indexer cannot come in between.
+    let gone = ids[..5].to_vec();
+    let (before, steps, after) = app
+        .state
+        .db
+        .write(move |c| {
+            let segments = |c: &genied::db::Connection| -> rusqlite::Result<i64> {
+                c.query_row(
+                    "SELECT COUNT(DISTINCT id >> 37) FROM leads_search_data WHERE id >> 37 > 0",
+                    [],
+                    |r| r.get(0),
+                )
+            };
+            for id in gone {
+                c.execute_batch("SAVEPOINT one_delete")?;
+                assert!(genied::db::leads::delete(c, id)?);
+                c.execute_batch("RELEASE one_delete")?;
+            }
+            c.execute_batch("SAVEPOINT flush; RELEASE flush")?;
+            let before = segments(c)?;
+            let mut steps = 0;
+            while genied::db::leads::merge_search_step(c, 16)? {
+                steps += 1;
+                assert!(steps < 100, "merge steps that never end");
+            }
+            Ok((before, steps, segments(c)?))
+        })
+        .await
+        .unwrap();
+    assert!(before >= 5, "each delete's own segment, unmerged: {before}");
+    assert!(steps >= 1, "no step merged {before} segments");
+    assert!(after < 4, "{after} segments left after {steps} steps");
+
+    // The indexer merges what request transactions leave: one segment a delete.
+    for id in &ids[5..10] {
+        app.call(&u.token, "leads", "delete", Some(json!(id)), json!({}))
+            .await
+            .ok(200);
+    }
+    wait_until("the indexer merging the deletes' segments", async || {
+        (search_segments(&app).await < 4).then_some(())
+    })
+    .await;
+    let more = app
+        .state
+        .db
+        .write(|c| Ok(genied::db::leads::merge_search_step(c, 16)?))
+        .await
+        .unwrap();
+    assert!(!more, "a step found work after the indexer's");
+
+    let found = |t: &'static str| {
+        let token = u.token.clone();
+        let app = &app;
+        async move {
+            app.call(
+                &token,
+                "leads",
+                "all",
+                None,
+                json!({"filters": {"searchTerm": t}}),
+            )
+            .await
+            .ok(200)["leads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["id"].as_i64().unwrap())
+                .collect::<Vec<i64>>()
+        }
+    };
+    assert_eq!(found("lachance").await, vec![ids[10]]);
+    assert_eq!(found("ashdown").await, vec![ids[11]]);
+    for t in ["quill", "stroud", "mallory", "wexford"] {
+        assert!(found(t).await.is_empty(), "{t}: deleted, still found");
+    }
+    app.fts_index_is_whole("leads_search").await;
+}
+
 /// The search index keeps only which trigrams a lead has (not where), so a search must still
 /// find the whole term: a lead that has every trigram of it apart, or spread over two fields,
 /// is not a match; case folds beyond ASCII as the index does.
