@@ -477,21 +477,45 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
+        self.write_how(f, false).await
+    }
+
+    /// `write`, for background work that writes in a loop (the lead search index's merge
+    /// steps, an account's delete): on SQLite always through the writer's queue, never on
+    /// the calling thread. A write run on the calling thread is done by the time it is
+    /// awaited, so such a loop never suspends and keeps its runtime thread, with the
+    /// requests queued on it, until Tokio's cooperative budget (128) makes it yield: one lead
+    /// create waited out seventeen merge steps that way, 62 ms (docs/performance.md, round
+    /// thirty-three). In the queue, the loop waits for each write, and a request for one of
+    /// the loop's writes at most.
+    pub async fn write_in_turn<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
+        self.write_how(f, true).await
+    }
+
+    async fn write_how<T, F>(&self, f: F, in_turn: bool) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
+    {
         // A deferred authentication check (auth_epoch::Deferred) is the transaction's first
         // statement; when the epoch moved nothing else runs.
         let expect = auth_epoch::take_deferred();
         let f = move |c: &Connection<'_>| auth_epoch::checked(c, expect, f);
-        auth_epoch::settle(self.write_engine(f).await)
+        auth_epoch::settle(self.write_engine(f, in_turn).await)
     }
 
     /// `write` on the engine, once the deferred check is part of `f`.
-    async fn write_engine<T, F>(&self, f: F) -> ApiResult<T>
+    async fn write_engine<T, F>(&self, f: F, in_turn: bool) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
     {
         match &self.0 {
-            Engine::Sqlite(l) => l.write(f).await,
+            Engine::Sqlite(l) => l.write(f, in_turn).await,
             // The span covers the wait for the write lock too: on PostgreSQL that wait is
             // part of the write, as the queue before the writer thread is on SQLite.
             Engine::Postgres(p) => {
@@ -702,7 +726,8 @@ impl Lite {
     /// transaction, each after the first inside its own savepoint, so a failing write is
     /// rolled back alone (a failing first one with the transaction, the others then run in a
     /// new one), and no caller hears `Ok` before the transaction holding its write committed.
-    async fn write<T, F>(&self, f: F) -> ApiResult<T>
+    /// `in_turn`: never on the calling thread (`Db::write_in_turn` says why).
+    async fn write<T, F>(&self, f: F, in_turn: bool) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection<'_>) -> ApiResult<T> + Send + 'static,
@@ -733,7 +758,9 @@ impl Lite {
             });
             (ok, deliver)
         });
-        if let Some(job) = self.write_here(job) {
+        if in_turn {
+            self.enqueue(job)?;
+        } else if let Some(job) = self.write_here(job) {
             self.enqueue(job)?;
         }
         match rx.await {

@@ -731,8 +731,9 @@ pub struct Deletion {
 }
 
 /// Deletes what the account owns in batches ([`repo::delete_owned_batch`]), each its own
-/// write, so that other users' writes wait for one batch at most and not for the whole
-/// account (47 s for one with a million leads); then the user's row with what is left.
+/// write in the writer's turn (`Db::write_in_turn`), so that other users' writes wait for one
+/// batch at most and not for the whole account (47 s for one with a million leads); then
+/// the user's row with what is left.
 /// Running it twice at once, or over an account half drained, is harmless: each batch
 /// deletes what is there.
 async fn drain(app: &AppState, id: &str) -> ApiResult<()> {
@@ -741,17 +742,12 @@ async fn drain(app: &AppState, id: &str) -> ApiResult<()> {
         let uid = id.to_string();
         let n = app
             .db
-            .write(move |c| Ok(repo::delete_owned_batch(c, &uid)?))
+            .write_in_turn(move |c| Ok(repo::delete_owned_batch(c, &uid)?))
             .await?;
         if n == 0 {
             break;
         }
         (rows, batches) = (rows + n, batches + 1);
-        // A batch that finds the writer idle runs on this runtime worker and completes
-        // without ever suspending the task, so without a yield the drain kept one of the
-        // two workers, and the requests waiting on it, for tokio's whole cooperative
-        // budget (a hundred batches and more): other writes waited up to half a second.
-        tokio::task::yield_now().await;
     }
     let uid = id.to_string();
     app.db

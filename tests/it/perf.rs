@@ -339,6 +339,82 @@ async fn a_write_while_the_writer_is_idle_runs_on_the_callers_thread() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_in_turn_always_goes_to_the_writer_thread() {
+    if postgres::skip("the writer thread is SQLite's; PostgreSQL writes on pooled connections") {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    for _ in 0..20 {
+        let name = app
+            .state
+            .db
+            .write_in_turn(|_| Ok(std::thread::current().name().map(str::to_string)))
+            .await
+            .unwrap();
+        assert_eq!(name.as_deref(), Some("genied-writer"));
+    }
+}
+
+/// Background work that writes in a loop (the lead search index's merge steps) gives its
+/// runtime thread back at each of its writes, so a request ready meanwhile runs before the
+/// loop's next write. Run on the calling thread, each of the loop's writes was done by the
+/// time it was awaited, so the loop kept the thread until Tokio's budget of 128 made it
+/// yield: a lead create waited out seventeen merge steps, 62 ms. One runtime thread here,
+/// so that no other thread can steal the request away from the loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_write_waits_for_one_write_of_a_background_loop_at_most() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    if postgres::skip("the writer thread is SQLite's; PostgreSQL writes on pooled connections") {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let (turns, stop) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let background = {
+        let (db, turns, stop) = (app.state.db.clone(), turns.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Acquire) {
+                let turns = turns.clone();
+                db.write_in_turn(move |_| {
+                    turns.fetch_add(1, Ordering::AcqRel);
+                    std::thread::sleep(Duration::from_millis(1));
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            }
+        })
+    };
+    wait_until("the background loop's first writes", async || {
+        (turns.load(Ordering::Acquire) >= 2).then_some(())
+    })
+    .await;
+    let mut waited = Vec::new();
+    for _ in 0..10 {
+        let before = turns.load(Ordering::Acquire);
+        let (db, turns) = (app.state.db.clone(), turns.clone());
+        // A task of its own, as a request is, queued behind the loop's.
+        let during = tokio::spawn(async move {
+            db.write(move |_| Ok(turns.load(Ordering::Acquire)))
+                .await
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        waited.push(during - before);
+    }
+    stop.store(true, Ordering::Release);
+    background.await.unwrap();
+    assert!(
+        waited.iter().all(|&n| n <= 2),
+        "the background loop's writes before each request's: {waited:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_write_from_a_single_threaded_runtime_goes_to_the_writer_thread() {
     if postgres::skip("the writer thread is SQLite's; PostgreSQL writes on pooled connections") {
