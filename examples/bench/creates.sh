@@ -14,7 +14,9 @@
 # order in odd rounds and the other way in even ones. ROUNDS (default 3), RUNS_1 (4),
 # RUNS_64 (2), DURATION (5 s a run), WARMUP (1 s), GENIED_PORT (18380); BENCH and LOADGEN
 # default to the release examples under CARGO_TARGET_DIR. Raw results stay in $OUT, every
-# server's log beside them. Every process it starts is stopped on exit.
+# server's log beside them; with SLOW_MS set, each run's creates slower than that many
+# milliseconds too (`slow.ROUND.NAME.C.RUN`, with when each started, for the server's log).
+# Every process it starts is stopped on exit.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -24,6 +26,7 @@ ROUNDS=${ROUNDS:-3}
 RUNS_1=${RUNS_1:-4}
 RUNS_64=${RUNS_64:-2}
 DURATION=${DURATION:-5}
+SLOW_MS=${SLOW_MS:-}
 WARMUP=${WARMUP:-1}
 PORT=${GENIED_PORT:-18380}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/genied-creates.XXXXXX")
@@ -63,13 +66,16 @@ one() { # round name: a new data directory, its server, the runs, the server sto
   local runs=()
   for _ in $(seq "$RUNS_1"); do runs+=(1); done
   for _ in $(seq "$RUNS_64"); do runs+=(64); done
+  local slow=() k=0
   for c in "${runs[@]}"; do
+    k=$((k + 1))
+    [[ -z "$SLOW_MS" ]] || slow=(--slow-ms "$SLOW_MS")
     settle "$pid"
     before=$(cpu_ticks "$pid")
     "$LOADGEN" --name "$name" --concurrency "$c" --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
-      --out "$OUT/run.json" --url "http://127.0.0.1:$PORT/v1" --method POST \
+      "${slow[@]}" --out "$OUT/run.json" --url "http://127.0.0.1:$PORT/v1" --method POST \
       --header "authorization: Bearer $token" --expect-status 201 \
-      --body "{\"resource\":\"leads\",\"action\":\"create\",\"data\":{\"agent_id\":\"$genie\",\"name\":\"Bench {n}\",\"email\":\"bench{n}@example.test\",\"status\":\"new\",\"priority\":\"medium\"}}" >/dev/null
+      --body "{\"resource\":\"leads\",\"action\":\"create\",\"data\":{\"agent_id\":\"$genie\",\"name\":\"Bench {n}\",\"email\":\"bench{n}@example.test\",\"status\":\"new\",\"priority\":\"medium\"}}" >/dev/null 2>"$OUT/slow.$round.$name.$c.$k"
     after=$(cpu_ticks "$pid")
     python3 - "$OUT/run.json" "$round" "$c" "$before" "$after" "$TICK" >>"$TSV" <<'PY'
 import json, sys

@@ -106,6 +106,7 @@ compact_audit = any(r[1] == 'id' and r[2] == 'BLOB' for r in c.execute('PRAGMA t
 
 
 watermark = c.execute("SELECT 1 FROM sqlite_schema WHERE name = 'leads_search_state'").fetchone()
+step_merges = c.execute("SELECT v FROM leads_search_config WHERE k = 'automerge'").fetchone() == (0,)
 
 
 def index_pending():
@@ -126,6 +127,14 @@ def index_pending():
                   (last,))
         c.execute('DELETE FROM leads_search_pending WHERE lead_id <= ?', (last,))
     c.execute('COMMIT')
+    # Since V48 FTS5 merges only when asked: the indexer's steps, each a transaction.
+    while step_merges:
+        c.execute('BEGIN IMMEDIATE')
+        before = c.total_changes
+        c.execute("INSERT INTO leads_search (leads_search, rank) VALUES ('merge', 16)")
+        c.execute('COMMIT')
+        if c.total_changes - before < 2:
+            break
 
 
 def run(lo, hi):

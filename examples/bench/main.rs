@@ -538,6 +538,11 @@ fn index_leads(db: &genied::db::Db) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("lead search index: {e}"))?
         > 0
     {}
+    // And merged, as the indexer's steps would (V48), in larger ones: nothing waits on them.
+    while db
+        .write_blocking(|c| Ok(genied::db::leads::merge_search_step(c, 1024)?))
+        .map_err(|e| anyhow::anyhow!("lead search index merge: {e}"))?
+    {}
     eprintln!("  lead search index in {:.1} s", t.elapsed().as_secs_f64());
     Ok(())
 }
