@@ -9,7 +9,8 @@ The schema is the real one: `genied migrate` makes the database. The writes repl
 Python's sqlite3, the statements one `leads create` runs (db::leads::insert, db::leads::log
 and the audit row of db::activities::insert in one transaction, as service::leads::create
 does; SEPARATE_AUDIT=1: the audit row in a second one, as before; since V33 the lead's "created"
-log entry is two columns of its row, not a lead_activities row), and the search indexer's batch every 500 creates (when the schema has one), with
+log entry is two columns of its row, not a lead_activities row), and the search indexer's batch every 500 creates (when the schema has one;
+since V48 with its merge steps), with
 the service's pragmas and no automatic checkpoint, so that the WAL of 1,000 creates at steady
 state can be measured. Typical lead: name, email, phone, status, priority.
 Then the WAL frames of 100 more creates, by the table or index each frame is a page of.
