@@ -7,9 +7,9 @@
 -- thirty-two), and they held the one writer every other request waits for. A lead's delete or
 -- rename writes the index in the request's own transaction, so it could pay for them too.
 --
--- With `automerge` at 0 nothing merges unless asked; the indexer asks in steps of a few
--- pages after each batch and every half second (service::leads::search_indexer). Should it
--- fall behind, `crisismerge` still merges a level of 64 segments when it is written (FTS5's
--- default is 16; the indexer's steps start at 4).
+-- With `automerge` at 0 nothing merges unless asked; the indexer asks in steps of 16 pages
+-- after each batch and every half second (service::leads::search_indexer), and a step
+-- merges a level once it holds four segments. Should the steps fall behind, `crisismerge`
+-- still merges a level of 64 segments in the commit that writes it (FTS5's default is 16).
 INSERT INTO leads_search(leads_search, rank) VALUES ('automerge', 0);
 INSERT INTO leads_search(leads_search, rank) VALUES ('crisismerge', 64);

@@ -197,7 +197,7 @@ pub async fn update(
     Ok(after)
 }
 
-/// Leads indexed for search per transaction. One FTS5 segment for the batch instead of one a lead.
+/// Leads indexed for search per transaction. One FTS5 segment a batch instead of one a lead.
 const SEARCH_BATCH: i64 = 1000;
 
 /// Pages of merged output in one step of the search index's merges, each its own
