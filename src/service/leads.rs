@@ -201,9 +201,10 @@ pub async fn update(
 const SEARCH_BATCH: i64 = 1000;
 
 /// Pages of merged output in one step of the search index's merges, each its own
-/// transaction: a step held the writer 4.7 ms at the median and 19 ms at most under steady
-/// creates, where FTS5's own merges held it up to 47 ms; steps of 8 pages cost more CPU a
-/// create and shortened nothing (migration V48; docs/performance.md, round thirty-three).
+/// transaction: a step costs the writer about 2 ms of CPU (4.7 ms at the median from asking
+/// to done, with its wait in the writer's queue), where FTS5's own merges held it up to
+/// 47 ms; steps of 8 pages cost more CPU a create and shortened nothing (migration V48;
+/// docs/performance.md, round thirty-three).
 const MERGE_STEP_PAGES: i64 = 16;
 
 /// Indexes new and renamed leads for search in batches, half a second apart, until `stop`
