@@ -232,15 +232,15 @@ pub async fn search_indexer(app: AppState, mut stop: tokio::sync::watch::Receive
                     break;
                 }
             }
-            let indexed = app
+            match app
                 .db
                 .write(|c| Ok(repo::index_pending(c, SEARCH_BATCH)?))
-                .await;
-            // Merged batch by batch, so that a backlog's segments never pile up into one of
-            // the large merges FTS5 makes of a level that holds too many.
-            merge_search_index(&app, &stop).await;
-            match indexed {
-                Ok(n) if n as i64 == SEARCH_BATCH => {}
+                .await
+            {
+                // A backlog: merged batch by batch, so that its segments never pile up into
+                // one of the large merges FTS5 makes of a level that holds too many. The
+                // last batch's are merged below, with the deletes' and renames'.
+                Ok(n) if n as i64 == SEARCH_BATCH => merge_search_index(&app, &stop).await,
                 Ok(_) => break,
                 Err(e) => {
                     tracing::warn!(error = %e, "lead search indexer: could not index");
