@@ -1118,6 +1118,24 @@ async fn create_emits_lead_created_and_is_audited() {
     assert!(acts.contains("created lead Eve"), "{acts}");
 }
 
+/// The ids of the user's leads that `leads all` finds by `term`.
+async fn searched(app: &TestApp, user: &User, term: &str) -> Vec<i64> {
+    app.call(
+        &user.token,
+        "leads",
+        "all",
+        None,
+        json!({"filters": {"searchTerm": term}}),
+    )
+    .await
+    .ok(200)["leads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_i64().unwrap())
+        .collect()
+}
+
 /// New leads wait past the search watermark (V39) until the indexer's next batch: a lead
 /// made, renamed and deleted before that batch leaves nothing behind in the index, and is
 /// found by what it is called when the batch runs; once indexed, a rename takes it out of
@@ -1156,26 +1174,7 @@ async fn leads_changed_before_the_indexer_takes_them_in_are_indexed_as_they_are(
         })
         .await
         .unwrap();
-    let found = |t: &'static str| {
-        let token = u.token.clone();
-        let app = &app;
-        async move {
-            app.call(
-                &token,
-                "leads",
-                "all",
-                None,
-                json!({"filters": {"searchTerm": t}}),
-            )
-            .await
-            .ok(200)["leads"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|l| l["id"].as_i64().unwrap())
-                .collect::<Vec<i64>>()
-        }
-    };
+    let found = |t: &'static str| searched(&app, &u, t);
     let index = || {
         app.state.db.write(|c| {
             while genied::db::leads::index_pending(c, 1)? > 0 {}
@@ -1218,16 +1217,13 @@ async fn leads_changed_before_the_indexer_takes_them_in_are_indexed_as_they_are(
 
 /// Segments of the lead search index: FTS5 keys each segment's pages by the segment's id
 /// shifted 37 bits (its `FTS5_SEGMENT_ROWID`); the rows below are its structure and totals.
+const SEARCH_SEGMENTS: &str =
+    "SELECT COUNT(DISTINCT id >> 37) FROM leads_search_data WHERE id >> 37 > 0";
+
 async fn search_segments(app: &TestApp) -> i64 {
     app.state
         .db
-        .read(|c| {
-            Ok(c.query_row(
-                "SELECT COUNT(DISTINCT id >> 37) FROM leads_search_data WHERE id >> 37 > 0",
-                [],
-                |r| r.get(0),
-            )?)
-        })
+        .read(|c| Ok(c.query_row(SEARCH_SEGMENTS, [], |r| r.get(0))?))
         .await
         .unwrap()
 }
@@ -1306,11 +1302,7 @@ async fn the_lead_search_index_is_merged_in_the_indexers_steps() {
         .db
         .write(move |c| {
             let segments = |c: &genied::db::Connection| -> rusqlite::Result<i64> {
-                c.query_row(
-                    "SELECT COUNT(DISTINCT id >> 37) FROM leads_search_data WHERE id >> 37 > 0",
-                    [],
-                    |r| r.get(0),
-                )
+                c.query_row(SEARCH_SEGMENTS, [], |r| r.get(0))
             };
             for id in gone {
                 c.execute_batch("SAVEPOINT one_delete")?;
@@ -1350,26 +1342,7 @@ async fn the_lead_search_index_is_merged_in_the_indexers_steps() {
         .unwrap();
     assert!(!more, "a step found work after the indexer's");
 
-    let found = |t: &'static str| {
-        let token = u.token.clone();
-        let app = &app;
-        async move {
-            app.call(
-                &token,
-                "leads",
-                "all",
-                None,
-                json!({"filters": {"searchTerm": t}}),
-            )
-            .await
-            .ok(200)["leads"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|l| l["id"].as_i64().unwrap())
-                .collect::<Vec<i64>>()
-        }
-    };
+    let found = |t: &'static str| searched(&app, &u, t);
     assert_eq!(found("lachance").await, vec![ids[10]]);
     assert_eq!(found("ashdown").await, vec![ids[11]]);
     for t in ["quill", "stroud", "mallory", "wexford"] {
