@@ -67,9 +67,9 @@ one() { # round name: a new data directory, its server, the runs, the server sto
   for _ in $(seq "$RUNS_1"); do runs+=(1); done
   for _ in $(seq "$RUNS_64"); do runs+=(64); done
   local slow=() k=0
+  [[ -z "$SLOW_MS" ]] || slow=(--slow-ms "$SLOW_MS")
   for c in "${runs[@]}"; do
     k=$((k + 1))
-    [[ -z "$SLOW_MS" ]] || slow=(--slow-ms "$SLOW_MS")
     settle "$pid"
     before=$(cpu_ticks "$pid")
     "$LOADGEN" --name "$name" --concurrency "$c" --duration-secs "$DURATION" --warmup-secs "$WARMUP" \
