@@ -66,14 +66,17 @@ pub fn dispatch_batch(
 }
 
 /// Dispatches every pending event, a batch per transaction, and wakes the job worker and the
-/// worker-genie executor for what was queued; how many events it fanned out.
+/// worker-genie executor for what was queued; how many events it fanned out. The batches go
+/// in the writer's turn (`Db::write_in_turn`): a backlog (a start after a crash, a burst of
+/// events) is a loop of writes that would otherwise hold its runtime thread, and the
+/// requests queued on it, for up to 128 batches.
 pub async fn dispatch_pending(app: &AppState) -> ApiResult<usize> {
     let mut n = 0;
     loop {
         let max = app.config.webhook_max_attempts;
         let d = app
             .db
-            .write(move |c| Ok(dispatch_batch(c, max, BATCH)?))
+            .write_in_turn(move |c| Ok(dispatch_batch(c, max, BATCH)?))
             .await?;
         n += d.events;
         if d.deliveries > 0 {

@@ -481,7 +481,7 @@ impl Db {
     }
 
     /// `write`, for background work that writes in a loop (the lead search index's merge
-    /// steps, an account's delete): on SQLite always through the writer's queue, never on
+    /// steps, an account's delete, the event outbox's batches): on SQLite always through the writer's queue, never on
     /// the calling thread. A write run on the calling thread is done by the time it is
     /// awaited, so such a loop never suspends and keeps its runtime thread, with the
     /// requests queued on it, until Tokio's cooperative budget (128) makes it yield: one lead

@@ -415,6 +415,81 @@ async fn a_write_waits_for_one_write_of_a_background_loop_at_most() {
     );
 }
 
+/// The event outbox's dispatcher is such a loop when a backlog waits (a start after a crash,
+/// a burst of events): batches of 64 events, a write each. A request's write waits for a few
+/// of them (counted from before its task is spawned, so the batches written while it is being
+/// scheduled count too: 1 to 5 with a release build running beside the test), not for the
+/// backlog. With the batches on `write`, single requests waited for up to 118 batches (7,552
+/// events), and ten of them in a row for the whole backlog of 400. One runtime thread, as
+/// above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_write_waits_for_a_few_batches_of_an_outbox_backlog_at_most() {
+    if postgres::skip("the writer thread is SQLite's; PostgreSQL writes on pooled connections") {
+        return;
+    }
+    const BATCH: i64 = 64;
+    const BACKLOG: i64 = 400 * BATCH;
+    const DISPATCHED: &str = "SELECT COUNT(*) FROM event_outbox \
+        WHERE id LIKE 'evt_backlog_%' AND dispatched_at IS NOT NULL";
+    let app = TestApp::spawn().await;
+    let user = app.standard().await;
+    let dispatched = async |db: &db::Db| {
+        db.read(|c| Ok(c.query_row(DISPATCHED, [], |r| r.get::<_, i64>(0))?))
+            .await
+            .unwrap()
+    };
+    let owner = user.id.clone();
+    app.state
+        .db
+        .write(move |c| {
+            let (now, data) = (db::now(), json!({"id": "lead_backlog"}));
+            for i in 0..BACKLOG {
+                let id = format!("evt_backlog_{i}");
+                db::events::insert(c, &id, "lead.created", &owner, &data, &now)?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.state.bus.dispatch.notify_one();
+    wait_until("the backlog's first batch", async || {
+        (dispatched(&app.state.db).await >= BATCH).then_some(())
+    })
+    .await;
+    // Counted on a connection of the test's own, so that no count waits for the runtime.
+    let count = {
+        let c = rusqlite::Connection::open(app.dir.path().join("genied.db")).unwrap();
+        move || c.query_row(DISPATCHED, [], |r| r.get::<_, i64>(0)).unwrap()
+    };
+    let mut waited = Vec::new();
+    for _ in 0..10 {
+        let before = count();
+        assert!(
+            before + 2 * BATCH < BACKLOG,
+            "the backlog was all dispatched before a request could be made: {before} of {BACKLOG}"
+        );
+        let db = app.state.db.clone();
+        // A task of its own, as a request is, on the runtime thread the dispatcher uses.
+        let during = tokio::spawn(async move {
+            db.write(|c| Ok(c.query_row(DISPATCHED, [], |r| r.get::<_, i64>(0))?))
+                .await
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        waited.push(during - before);
+    }
+    assert!(
+        waited.iter().all(|&n| n <= 16 * BATCH),
+        "events the dispatcher fanned out before each request's write: {waited:?}"
+    );
+    // And the whole backlog goes out, each event once.
+    wait_until("the whole backlog dispatched", async || {
+        (dispatched(&app.state.db).await == BACKLOG).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_write_from_a_single_threaded_runtime_goes_to_the_writer_thread() {
     if postgres::skip("the writer thread is SQLite's; PostgreSQL writes on pooled connections") {
