@@ -481,13 +481,13 @@ impl Db {
     }
 
     /// `write`, for background work that writes in a loop (the lead search index's merge
-    /// steps, an account's delete, the event outbox's batches): on SQLite always through the writer's queue, never on
-    /// the calling thread. A write run on the calling thread is done by the time it is
-    /// awaited, so such a loop never suspends and keeps its runtime thread, with the
-    /// requests queued on it, until Tokio's cooperative budget (128) makes it yield: one lead
-    /// create waited out seventeen merge steps that way, 62 ms (docs/performance.md, round
-    /// thirty-three). In the queue, the loop waits for each write, and a request for one of
-    /// the loop's writes at most.
+    /// steps, an account's delete, the event outbox's batches): on SQLite always through the
+    /// writer's queue, never on the calling thread. A write run on the calling thread is done
+    /// by the time it is awaited, so such a loop never suspends and keeps its runtime thread,
+    /// with the requests queued on it, until Tokio's cooperative budget (128) makes it yield:
+    /// one lead create waited out seventeen merge steps that way, 62 ms (docs/performance.md,
+    /// round thirty-three). In the queue, the loop waits for each write, and a request for
+    /// one of the loop's writes at most.
     pub async fn write_in_turn<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,

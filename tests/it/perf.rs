@@ -418,7 +418,7 @@ async fn a_write_waits_for_one_write_of_a_background_loop_at_most() {
 /// The event outbox's dispatcher is such a loop when a backlog waits (a start after a crash,
 /// a burst of events): batches of 64 events, a write each. A request's write waits for a few
 /// of them (counted from before its task is spawned, so the batches written while it is being
-/// scheduled count too: 1 to 5 with a release build running beside the test), not for the
+/// scheduled count too: at most 5 with a release build running beside the test), not for the
 /// backlog. With the batches on `write`, single requests waited for up to 118 batches (7,552
 /// events), and ten of them in a row for the whole backlog of 400. One runtime thread, as
 /// above.
@@ -483,7 +483,7 @@ async fn a_write_waits_for_a_few_batches_of_an_outbox_backlog_at_most() {
         waited.iter().all(|&n| n <= 16 * BATCH),
         "events the dispatcher fanned out before each request's write: {waited:?}"
     );
-    // And the whole backlog goes out, each event once.
+    // And the whole backlog goes out.
     wait_until("the whole backlog dispatched", async || {
         (dispatched(&app.state.db).await == BACKLOG).then_some(())
     })
