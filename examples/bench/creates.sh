@@ -12,7 +12,10 @@
 # Each argument is NAME=COMMAND: the command (split on spaces) that runs genied; the script
 # adds `--data-dir … serve …` to it. Configurations run in turn within a round, in the given
 # order in odd rounds and the other way in even ones. ROUNDS (default 3), RUNS_1 (4),
-# RUNS_64 (2), DURATION (5 s a run), WARMUP (1 s), GENIED_PORT (18380); BENCH and LOADGEN
+# RUNS_64 (2), DURATION (5 s a run), WARMUP (1 s), GENIED_PORT (18380), LEADS (0: leads
+# seeded into each data directory before its runs, with the server stopped, as compare.sh
+# seeds its 100,000; the tails at one connection differ with the database's size, round
+# thirty-four in docs/performance.md); BENCH and LOADGEN
 # default to the release examples under CARGO_TARGET_DIR. Raw results stay in $OUT, every
 # server's log beside them; with SLOW_MS set, each run's creates slower than that many
 # milliseconds too (`slow.ROUND.NAME.C.RUN`, with when each started, for the server's log).
@@ -27,6 +30,7 @@ RUNS_1=${RUNS_1:-4}
 RUNS_64=${RUNS_64:-2}
 DURATION=${DURATION:-5}
 SLOW_MS=${SLOW_MS:-}
+LEADS=${LEADS:-0}
 WARMUP=${WARMUP:-1}
 PORT=${GENIED_PORT:-18380}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/genied-creates.XXXXXX")
@@ -56,13 +60,21 @@ one() { # round name: a new data directory, its server, the runs, the server sto
   local round=$1 name=$2 d=$WORK/data/$2.$1 cmd pid setup token genie c before after
   read -ra cmd <<<"${COMMAND_OF[$name]}"
   mkdir -p "$WORK/data"
-  pid=$("$BENCH" start --ready-url "http://127.0.0.1:$PORT/readyz" --log "$OUT/$name.$round.log" -- \
-    "${cmd[@]}" --data-dir "$d" serve --listen "127.0.0.1:$PORT" \
-    --rate-limit-per-minute 0 --session-rate-limit-per-minute 0 | json "['pid']")
-  PIDS+=("$pid")
+  serve() { # log-suffix: the server on $d, its pid
+    "$BENCH" start --ready-url "http://127.0.0.1:$PORT/readyz" --log "$OUT/$name.$round$1.log" -- \
+      "${cmd[@]}" --data-dir "$d" serve --listen "127.0.0.1:$PORT" \
+      --rate-limit-per-minute 0 --session-rate-limit-per-minute 0 | json "['pid']"
+  }
+  pid=$(serve ""); PIDS+=("$pid")
   "${cmd[@]}" --data-dir "$d" --log-level warn admin create-user --email "$EMAIL" --password "$PASSWORD" >/dev/null
   setup=$("$BENCH" genied-setup --url "http://127.0.0.1:$PORT" --email "$EMAIL" --password "$PASSWORD")
   token=$(json "['token']" <<<"$setup"); genie=$(json "['genie_id']" <<<"$setup")
+  if (( LEADS > 0 )); then
+    stop "$pid"
+    "$BENCH" genied-seed --data-dir "$d" --email "$EMAIL" --genie "$genie" --leads "$LEADS" \
+      --ids-out "$WORK/ids" >/dev/null
+    pid=$(serve ".seeded"); PIDS+=("$pid")
+  fi
   local runs=()
   for _ in $(seq "$RUNS_1"); do runs+=(1); done
   for _ in $(seq "$RUNS_64"); do runs+=(64); done

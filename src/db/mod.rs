@@ -209,7 +209,7 @@ fn default_read_threads() -> usize {
 /// The writer thread and its queue. When the last `Db` goes, the queue closes, the threads
 /// are joined and the WAL is emptied into the database file before the process exits.
 struct WriterThread {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Queued>,
     /// Writes sent to the queue and not yet taken by the writer thread.
     queued: Arc<std::sync::atomic::AtomicUsize>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -487,7 +487,8 @@ impl Db {
     /// with the requests queued on it, until Tokio's cooperative budget (128) makes it yield:
     /// one lead create waited out seventeen merge steps that way, 62 ms (docs/performance.md,
     /// round thirty-three). In the queue, the loop waits for each write, and a request for
-    /// one of the loop's writes at most.
+    /// one of the loop's writes at most. Such a write is committed in a group of its own,
+    /// never with requests' writes, which would otherwise wait for it at the group's commit.
     pub async fn write_in_turn<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
@@ -644,7 +645,7 @@ impl Lite {
         let checkpointer = std::thread::Builder::new()
             .name("genied-checkpoint".into())
             .spawn(move || checkpointer_loop(ckpt_conn, wake, held))?;
-        let (jobs, queue) = mpsc::channel::<Job>();
+        let (jobs, queue) = mpsc::channel::<Queued>();
         let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (w, c, q) = (write.clone(), checkpoint.clone(), queued.clone());
         let thread = std::thread::Builder::new()
@@ -759,9 +760,9 @@ impl Lite {
             (ok, deliver)
         });
         if in_turn {
-            self.enqueue(job)?;
+            self.enqueue(Queued { job, alone: true })?;
         } else if let Some(job) = self.write_here(job) {
-            self.enqueue(job)?;
+            self.enqueue(Queued { job, alone: false })?;
         }
         match rx.await {
             Ok(Ok(r)) => r,
@@ -810,7 +811,7 @@ impl Lite {
         carry.into_iter().next()
     }
 
-    fn enqueue(&self, job: Job) -> ApiResult<()> {
+    fn enqueue(&self, job: Queued) -> ApiResult<()> {
         use std::sync::atomic::Ordering;
         // Counted before it is sent, so the writer never takes it off the count first.
         crate::telemetry::prom::db_queue(1.0);
@@ -906,29 +907,57 @@ impl Lite {
     }
 }
 
+/// A write in the writer's queue. `alone`: a background write (`Db::write_in_turn`),
+/// committed in a group of its own.
+struct Queued {
+    job: Job,
+    alone: bool,
+}
+
 /// The writer thread: takes the next write, and with it every write already queued (up to
 /// `MAX_GROUP`), and commits them as one transaction. Ends when every `Db` is dropped.
+///
+/// A background write (`alone`) is never grouped with others: a group's writers all hear
+/// back at its commit, so a request grouped with a merge step of the lead search index
+/// waited for the step's few milliseconds even when its own write ran first
+/// (docs/performance.md, round thirty-four).
 fn writer_loop(
     writer: &Mutex<rusqlite::Connection>,
-    queue: mpsc::Receiver<Job>,
+    queue: mpsc::Receiver<Queued>,
     queued: &std::sync::atomic::AtomicUsize,
     checkpoint: mpsc::SyncSender<()>,
 ) {
     let mut carry: Vec<Job> = Vec::new();
+    // A background write taken off the queue while a group was being gathered: the next
+    // group, alone.
+    let mut held: Option<Queued> = None;
     loop {
         let mut group = std::mem::take(&mut carry);
         // Carried jobs left the queue in an earlier round; count only the ones taken now.
         let mut taken = 0usize;
+        let mut alone = false;
         if group.is_empty() {
-            match queue.recv() {
-                Ok(job) => group.push(job),
-                Err(_) => return,
-            }
-            taken += 1;
+            let next = match held.take() {
+                Some(q) => q,
+                None => match queue.recv() {
+                    Ok(q) => {
+                        taken += 1;
+                        q
+                    }
+                    Err(_) => return,
+                },
+            };
+            alone = next.alone;
+            group.push(next.job);
         }
-        while group.len() < MAX_GROUP {
+        while !alone && group.len() < MAX_GROUP {
             match queue.try_recv() {
-                Ok(job) => group.push(job),
+                Ok(q) if q.alone => {
+                    taken += 1;
+                    held = Some(q);
+                    break;
+                }
+                Ok(q) => group.push(q.job),
                 Err(_) => break,
             }
             taken += 1;

@@ -232,9 +232,11 @@ pub async fn search_indexer(app: AppState, mut stop: tokio::sync::watch::Receive
                     break;
                 }
             }
+            // In turn, as the merge steps: a batch is a group of its own, so that no
+            // request committed with it waits for it.
             match app
                 .db
-                .write(|c| Ok(repo::index_pending(c, SEARCH_BATCH)?))
+                .write_in_turn(|c| Ok(repo::index_pending(c, SEARCH_BATCH)?))
                 .await
             {
                 // A backlog: merged batch by batch, so that its segments never pile up into
