@@ -490,6 +490,66 @@ async fn a_write_waits_for_a_few_batches_of_an_outbox_backlog_at_most() {
     .await;
 }
 
+/// A background write is committed in a group of its own. Grouped with a request's write,
+/// the request heard back only at the group's commit, after the background write had run
+/// too: one client's create waited out a merge step of the lead search index that way even
+/// when its own write had run first. Here a background write queued right behind a request's
+/// blocks until the request's write has been answered; committed together, the request
+/// would never be answered first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_write_is_never_committed_with_a_requests() {
+    use std::sync::mpsc;
+    if postgres::skip("the writer thread is SQLite's; PostgreSQL writes on pooled connections") {
+        return;
+    }
+    const LONG: Duration = Duration::from_secs(60);
+    let app = TestApp::spawn().await;
+    let db = app.state.db.clone();
+    // The writer thread busy with a background write until released, so that the next two
+    // wait in its queue, in order.
+    let (started_tx, started) = mpsc::channel::<()>();
+    let (release_first, first_rx) = mpsc::channel::<()>();
+    let first = tokio::spawn({
+        let db = db.clone();
+        async move {
+            db.write_in_turn(move |_| {
+                started_tx.send(()).unwrap();
+                first_rx.recv_timeout(LONG).ok();
+                Ok(())
+            })
+            .await
+        }
+    });
+    started
+        .recv_timeout(LONG)
+        .expect("the first write never started");
+    // Each polled once, which queues it (the writer's connection is held).
+    let mut request = Box::pin(db.write(|_| Ok(())));
+    assert!(
+        tokio::time::timeout(Duration::ZERO, &mut request)
+            .await
+            .is_err()
+    );
+    let (release_background, background_rx) = mpsc::channel::<()>();
+    let mut background = Box::pin(db.write_in_turn(move |_| {
+        background_rx.recv_timeout(LONG).ok();
+        Ok(())
+    }));
+    assert!(
+        tokio::time::timeout(Duration::ZERO, &mut background)
+            .await
+            .is_err()
+    );
+    release_first.send(()).unwrap();
+    first.await.unwrap().unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(30), &mut request).await;
+    release_background.send(()).ok();
+    background.await.unwrap();
+    answered
+        .expect("the request's write was answered only with the background write's")
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_write_from_a_single_threaded_runtime_goes_to_the_writer_thread() {
     if postgres::skip("the writer thread is SQLite's; PostgreSQL writes on pooled connections") {
