@@ -919,7 +919,7 @@ struct Queued {
 ///
 /// A background write (`alone`) is never grouped with others: a group's writers all hear
 /// back at its commit, so a request grouped with a merge step of the lead search index
-/// waited for the step's few milliseconds even when its own write ran first
+/// would wait for the step's few milliseconds even when its own write ran first
 /// (docs/performance.md, round thirty-four).
 fn writer_loop(
     writer: &Mutex<rusqlite::Connection>,
@@ -950,7 +950,8 @@ fn writer_loop(
             alone = next.alone;
             group.push(next.job);
         }
-        while !alone && group.len() < MAX_GROUP {
+        // Nothing more is gathered while a background write is held: it runs next.
+        while !alone && held.is_none() && group.len() < MAX_GROUP {
             match queue.try_recv() {
                 Ok(q) if q.alone => {
                     taken += 1;
