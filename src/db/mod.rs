@@ -294,8 +294,19 @@ fn checkpointer_loop(
     }
     while wake.recv().is_ok() {
         if checkpoint(&conn, "PASSIVE").is_some_and(|frames| frames >= RESTART_AT) {
-            let _held = writer.lock().unwrap_or_else(|p| p.into_inner());
-            checkpoint(&conn, "RESTART");
+            let asked = std::time::Instant::now();
+            let held = writer.lock().unwrap_or_else(|p| p.into_inner());
+            let got = std::time::Instant::now();
+            let frames = checkpoint(&conn, "RESTART");
+            drop(held);
+            // Every write waits while this pass holds the writer: its length is what a
+            // request's tail can show (docs/performance.md, round thirty-four).
+            tracing::debug!(
+                waited_us = got.duration_since(asked).as_micros() as u64,
+                held_us = got.elapsed().as_micros() as u64,
+                frames = frames.unwrap_or(-1),
+                "WAL checkpoint: restart pass"
+            );
         }
         std::thread::sleep(CHECKPOINT_EVERY);
     }
