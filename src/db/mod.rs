@@ -963,16 +963,13 @@ fn writer_loop(
         }
         // Nothing more is gathered while a background write is held: it runs next.
         while !alone && held.is_none() && group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(q) if q.alone => {
-                    taken += 1;
-                    held = Some(q);
-                    break;
-                }
-                Ok(q) => group.push(q.job),
-                Err(_) => break,
-            }
+            let Ok(q) = queue.try_recv() else { break };
             taken += 1;
+            if q.alone {
+                held = Some(q);
+            } else {
+                group.push(q.job);
+            }
         }
         crate::telemetry::prom::db_queue(-(taken as f64));
         queued.fetch_sub(taken, std::sync::atomic::Ordering::AcqRel);
