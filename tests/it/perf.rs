@@ -433,10 +433,10 @@ async fn a_write_waits_for_a_few_batches_of_an_outbox_backlog_at_most() {
         WHERE id LIKE 'evt_backlog_%' AND dispatched_at IS NOT NULL";
     let app = TestApp::spawn().await;
     let user = app.standard().await;
-    let dispatched = async |db: &db::Db| {
-        db.read(|c| Ok(c.query_row(DISPATCHED, [], |r| r.get::<_, i64>(0))?))
-            .await
-            .unwrap()
+    // Counted on a connection of the test's own, so that no count waits for the runtime.
+    let count = {
+        let c = rusqlite::Connection::open(app.dir.path().join("genied.db")).unwrap();
+        move || c.query_row(DISPATCHED, [], |r| r.get::<_, i64>(0)).unwrap()
     };
     let owner = user.id.clone();
     app.state
@@ -453,14 +453,9 @@ async fn a_write_waits_for_a_few_batches_of_an_outbox_backlog_at_most() {
         .unwrap();
     app.state.bus.dispatch.notify_one();
     wait_until("the backlog's first batch", async || {
-        (dispatched(&app.state.db).await >= BATCH).then_some(())
+        (count() >= BATCH).then_some(())
     })
     .await;
-    // Counted on a connection of the test's own, so that no count waits for the runtime.
-    let count = {
-        let c = rusqlite::Connection::open(app.dir.path().join("genied.db")).unwrap();
-        move || c.query_row(DISPATCHED, [], |r| r.get::<_, i64>(0)).unwrap()
-    };
     let mut waited = Vec::new();
     for _ in 0..10 {
         let before = count();
@@ -485,7 +480,7 @@ async fn a_write_waits_for_a_few_batches_of_an_outbox_backlog_at_most() {
     );
     // And the whole backlog goes out.
     wait_until("the whole backlog dispatched", async || {
-        (dispatched(&app.state.db).await == BACKLOG).then_some(())
+        (count() == BACKLOG).then_some(())
     })
     .await;
 }
