@@ -313,7 +313,13 @@ fn checkpointer_loop(
 }
 
 /// WAL frames (4 KB each) past which the checkpointer makes the next write start it over.
-const RESTART_AT: i64 = 1000;
+/// Each restart costs writes twice: the pass holds the writer while it syncs (some 3 ms
+/// here), and the first commit after it syncs the new WAL's header. At 1,000 frames, ten
+/// restarts a second under one client's creates delayed about one create in a hundred,
+/// which set their p99; at 8,000, two or three a second. The price is a WAL file of some
+/// 50 MB instead of 20, which a start after a crash reads before it answers (tens of
+/// milliseconds; docs/performance.md, round thirty-five).
+const RESTART_AT: i64 = 8000;
 
 /// The checkpointer's busy handler: waits some 5 ms in all (30 times 100 µs and the
 /// timer's slack) for readers or another process's writer, then gives up until the next

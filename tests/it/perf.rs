@@ -647,7 +647,7 @@ async fn the_wal_starts_over_under_steady_writes_beside_a_reader() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let reads = reader.join().unwrap();
     assert!(reads > 0, "the reader never read");
-    // The checkpointer starts the WAL over once it passes 1,000 frames (4 MB); without
+    // The checkpointer starts the WAL over once it passes 8,000 frames (32 MB); without
     // its second pass it never did while writes went on.
     assert_eq!(
         restarts, 3,
