@@ -317,8 +317,8 @@ fn checkpointer_loop(
 /// here), and the first commit after it syncs the new WAL's header. At 1,000 frames, ten
 /// restarts a second under one client's creates delayed about one create in a hundred,
 /// which set their p99; at 8,000, two or three a second. The price is a WAL file of some
-/// 50 MB instead of 20, which a start after a crash reads before it answers (tens of
-/// milliseconds; docs/performance.md, round thirty-five).
+/// 50 MB instead of 20, whose frames a start after a crash reads before it answers (tens
+/// of milliseconds more; docs/performance.md, round thirty-five).
 const RESTART_AT: i64 = 8000;
 
 /// The checkpointer's busy handler: waits some 5 ms in all (30 times 100 µs and the
