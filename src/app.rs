@@ -119,7 +119,22 @@ fn build(config: Config, voice: Option<DynVoice>) -> anyhow::Result<App> {
         }
         Err(_) => adopt_unassigned(&db, default_provider),
     }
+    // The documents' search index (SQLite only): checked against the database and kept in
+    // step by `knowledge::search_index::run` under `serve`. One that cannot be opened costs a
+    // log line; FTS5 answers every search then.
+    let doc_index = if db.is_postgres() {
+        None
+    } else {
+        match crate::doc_index::DocIndex::open(&config.doc_index_dir()) {
+            Ok(ix) => Some(Arc::new(ix)),
+            Err(e) => {
+                tracing::warn!(error = %e, dir = %config.doc_index_dir().display(), "cannot open the documents search index; full-text search answers from FTS5");
+                None
+            }
+        }
+    };
     let state = Arc::new(AppInner {
+        doc_index,
         limits: RateLimits::new(&config, db.is_postgres().then(|| db.clone())),
         voice,
         net: Guarded::from_config(&config),
@@ -179,6 +194,10 @@ pub async fn serve(
         app.state.clone(),
         stop_rx.clone(),
     ));
+    let doc_indexer = tokio::spawn(crate::knowledge::search_index::run(
+        app.state.clone(),
+        stop_rx.clone(),
+    ));
     let drift = tokio::spawn(crate::service::drift::run(
         app.state.clone(),
         stop_rx.clone(),
@@ -194,7 +213,7 @@ pub async fn serve(
     let limits = http::server::Limits::from_config(&app.state.config);
     http::server::run(app.router, listener, limits, shutdown).await;
     let _ = stop_tx.send(true);
-    let _ = tokio::join!(worker, outbox, housekeeping, indexer, drift);
+    let _ = tokio::join!(worker, outbox, housekeeping, indexer, doc_indexer, drift);
     // After the job worker: a tick it was running may have started calls.
     app.state.tasks.abort_all();
     if let Some(m) = metrics {

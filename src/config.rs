@@ -608,6 +608,15 @@ impl Config {
         }
     }
 
+    /// Where the documents' search index lives on SQLite (`doc_index`): beside the database
+    /// file, named after it (`genied.db-search`), as its `-wal` and `-shm` are, so that it
+    /// goes with the database it indexes.
+    pub fn doc_index_dir(&self) -> PathBuf {
+        let mut name = self.db_path().into_os_string();
+        name.push("-search");
+        PathBuf::from(name)
+    }
+
     /// The PostgreSQL URL, when the records are in PostgreSQL.
     pub fn postgres_url(&self) -> Option<&str> {
         match &self.database_url {

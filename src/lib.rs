@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod dispatch;
+pub mod doc_index;
 pub mod document_store;
 pub mod error;
 pub mod events;

@@ -43,6 +43,9 @@ pub struct AppInner {
     pub oidc: Option<auth::oidc::Oidc>,
     /// The operator's LLM price table (`--llm-prices`); empty without one.
     pub prices: crate::prices::Prices,
+    /// The documents' search index on SQLite (`doc_index`); `None` on PostgreSQL, or when
+    /// it could not be opened (FTS5 answers every search then).
+    pub doc_index: Option<std::sync::Arc<crate::doc_index::DocIndex>>,
     /// Where document files are kept (`--document-store`).
     pub documents: crate::document_store::DocumentStore,
     /// The job worker's last sign of life (see `jobs::Heartbeat`).

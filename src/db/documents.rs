@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{new_id, now};
+use crate::doc_index::{DocIndex, Indexed};
 
 /// Who is asking and what they may see.
 #[derive(Debug, Clone)]
@@ -527,14 +528,27 @@ pub struct Hit {
 /// The best chunks for an FTS query, bm25-ranked, among the completed active documents
 /// `user_id` reads (theirs and public ones), optionally only those linked to one genie.
 /// Every search is a user's: the API's and page chat's, an admin's included.
+///
+/// On SQLite the documents' search index ([`DocIndex`]) answers when it is up to date (it
+/// was checked at this start and nothing is queued for it); FTS5 otherwise, and when the
+/// index fails (logged). Either way each answered chunk is checked here ([`answered_rows`]).
 pub fn search(
     c: &Connection,
+    index: Option<&DocIndex>,
     user_id: &str,
     fts: &str,
     genie_id: Option<&str>,
     limit: i64,
 ) -> rusqlite::Result<Vec<Hit>> {
     let postgres = c.is_postgres();
+    if !postgres
+        && let Some(ix) = index
+        && ix.ready()
+        && !search_queued(c)?
+        && let Some(hits) = search_indexed(c, ix, user_id, fts, genie_id, limit)?
+    {
+        return Ok(hits);
+    }
     let mut p: Vec<SqlValue> = if postgres {
         vec![
             SqlValue::Text(pg_tsquery(fts)),
@@ -600,6 +614,172 @@ fn answered_rows(
         }
     }
     Ok(hits)
+}
+
+/// [`search`] in the documents' search index; `None` when the index failed (FTS5 answers).
+fn search_indexed(
+    c: &Connection,
+    ix: &DocIndex,
+    user_id: &str,
+    fts: &str,
+    genie_id: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Option<Vec<Hit>>> {
+    let (words, any) = fts_words(fts);
+    let readers = [owner_token(user_id), "pub".to_string()];
+    let documents = match genie_id {
+        Some(g) => {
+            let mut st =
+                c.prepare_cached("SELECT document_id FROM genie_documents WHERE genie_id = ?1")?;
+            Some(
+                st.query_map([g], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+            )
+        }
+        None => None,
+    };
+    let asked = crate::doc_index::Asked {
+        words: &words,
+        any,
+        readers: &readers,
+        documents: documents.as_deref(),
+        limit: limit.clamp(0, 1000) as usize,
+    };
+    let found = match ix.search(&asked) {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(error = %e, "documents search index failed; FTS5 answers");
+            return Ok(None);
+        }
+    };
+    let ranked = found
+        .hits
+        .iter()
+        .map(|(chunk, score)| (*chunk, -f64::from(*score), String::new()))
+        .collect();
+    let mut hits = answered_rows(c, user_id, ranked)?;
+    for h in &mut hits {
+        h.snippet = found.snippet(&h.content);
+    }
+    Ok(Some(hits))
+}
+
+/// The words of an FTS5 query of quoted words ([`fts_query`], `page_chat`'s any-word
+/// query), and whether any of them is enough (`OR`) rather than all.
+fn fts_words(fts: &str) -> (Vec<String>, bool) {
+    let mut words = Vec::new();
+    let mut any = false;
+    for (i, part) in fts.split('"').enumerate() {
+        if i % 2 == 0 {
+            any |= part.trim() == "OR";
+        } else if !part.is_empty() {
+            words.push(part.to_string());
+        }
+    }
+    (words, any)
+}
+
+/// Whether a change waits for the documents' search index (V49).
+pub fn search_queued(c: &Connection) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM document_search_queue)",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// The queue of the documents' search index as a start finds it: the highest row number
+/// ever given (SQLite keeps it in `sqlite_sequence`), and the lowest still queued.
+pub fn search_queue_state(c: &Connection) -> rusqlite::Result<(i64, Option<i64>)> {
+    let given: Option<i64> = c
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'document_search_queue'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let first: Option<i64> =
+        c.query_row("SELECT MIN(seq) FROM document_search_queue", [], |r| {
+            r.get(0)
+        })?;
+    Ok((given.unwrap_or(0), first))
+}
+
+/// Queues every document that may be searched, for an index made again; returns the
+/// highest row number given before them, which the emptied index then covers.
+pub fn search_queue_all(c: &Connection) -> rusqlite::Result<i64> {
+    let (before, _) = search_queue_state(c)?;
+    c.execute(
+        "INSERT INTO document_search_queue(document_id)
+         SELECT id FROM documents WHERE status = 'completed' AND is_active = 1",
+        [],
+    )?;
+    Ok(before)
+}
+
+/// The next queued changes for the documents' search index, at most `rows` of them: the
+/// last row number taken, and each queued document as the index should hold it now.
+/// Read in one snapshot (`read_snapshot`), so the chunks are those of the rows taken or
+/// newer.
+pub fn search_queue_next(
+    c: &Connection,
+    rows: i64,
+) -> rusqlite::Result<Option<(i64, Vec<Indexed>)>> {
+    let mut st = c.prepare_cached(
+        "SELECT seq, document_id FROM document_search_queue ORDER BY seq LIMIT ?1",
+    )?;
+    let queued = st
+        .query_map([rows], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let Some(through) = queued.last().map(|q| q.0) else {
+        return Ok(None);
+    };
+    let mut ids: Vec<String> = queued.into_iter().map(|q| q.1).collect();
+    ids.sort();
+    ids.dedup();
+    let mut doc = c.prepare_cached(
+        "SELECT user_id, is_public FROM documents
+         WHERE id = ?1 AND status = 'completed' AND is_active = 1",
+    )?;
+    let mut chunks =
+        c.prepare_cached("SELECT id, content FROM document_chunks WHERE document_id = ?1")?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let searchable = doc
+            .query_row([&id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+            })
+            .optional()?;
+        let (chunks, readers) = match searchable {
+            Some((owner, public)) => {
+                let mut readers = vec![owner_token(&owner)];
+                if public {
+                    readers.push("pub".into());
+                }
+                let rows = chunks
+                    .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<Vec<(i64, String)>>>()?;
+                (rows, readers)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        out.push(Indexed {
+            document_id: id,
+            chunks,
+            readers,
+        });
+    }
+    Ok(Some((through, out)))
+}
+
+/// Drops the queued changes the documents' search index has committed.
+pub fn search_queue_done(c: &Connection, through: i64) -> rusqlite::Result<usize> {
+    c.execute(
+        "DELETE FROM document_search_queue WHERE seq <= ?1",
+        [through],
+    )
 }
 
 /// The statement that reads and checks one answered chunk of [`search`] on SQLite

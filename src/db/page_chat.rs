@@ -259,6 +259,7 @@ pub fn any_word_query(text: &str) -> Option<String> {
 /// completed, active and readable by its owner (theirs, or public ones).
 pub fn passages(
     c: &Connection,
+    index: Option<&crate::doc_index::DocIndex>,
     genie: &PageGenie,
     text: &str,
     limit: i64,
@@ -266,7 +267,7 @@ pub fn passages(
     let Some(q) = any_word_query(text) else {
         return Ok(Vec::new());
     };
-    documents::search(c, &genie.user_id, &q, Some(&genie.id), limit)
+    documents::search(c, index, &genie.user_id, &q, Some(&genie.id), limit)
 }
 
 #[cfg(test)]

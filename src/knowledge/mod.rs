@@ -6,6 +6,7 @@ pub mod agents;
 pub mod crawl;
 pub mod extract;
 pub mod pipeline;
+pub mod search_index;
 pub mod store;
 
 use serde_json::{Value, json};

@@ -565,10 +565,19 @@ fn str_arg(args: &Value, key: &str) -> Option<String> {
 async fn search(ctx: &CallCtx<'_>, args: &Value) -> Result<Value, String> {
     let q = str_arg(args, "query").ok_or("'query' is required")?;
     let g = ctx.genie.clone();
+    let index = ctx.app.doc_index.clone();
     let hits = ctx
         .app
         .db
-        .read(move |c| Ok(db::page_chat::passages(c, &g, &q, SEARCH_PASSAGES)?))
+        .read(move |c| {
+            Ok(db::page_chat::passages(
+                c,
+                index.as_deref(),
+                &g,
+                &q,
+                SEARCH_PASSAGES,
+            )?)
+        })
         .await
         .map_err(|e| e.message)?;
     Ok(json!({"passages": hits.into_iter().map(|h| json!({

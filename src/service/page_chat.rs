@@ -176,6 +176,7 @@ pub async fn chat_with(
     let m2 = message.clone();
     let new_id = db::new_id();
     let n2 = new_id.clone();
+    let index = app.doc_index.clone();
     let (genie, open, passages, tools_json, version) = app
         .db
         .read(move |c| {
@@ -193,7 +194,7 @@ pub async fn chat_with(
             genie_versions::serve_with(&mut g, &serving.config);
             // No model to give them to: no search either.
             let hits = if configured {
-                store::passages(c, &g, &m2, PASSAGES)?
+                store::passages(c, index.as_deref(), &g, &m2, PASSAGES)?
             } else {
                 Vec::new()
             };

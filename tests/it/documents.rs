@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::documents::{b64, chunks, create_text, stored_files};
+use crate::common::documents::{b64, chunks, create_text, search_index_caught_up, stored_files};
 use crate::common::fakes::transcripts::{self, Transcripts};
 use crate::common::fakes::website::Website;
 use crate::common::*;
@@ -1045,8 +1045,21 @@ async fn search_term_and_search_action_rank_chunks_with_fts5() {
         .err(400, "VALIDATION_ERROR");
 }
 
-/// The ids `search` answers `u` for `query`, sorted.
+/// The ids `search` answers `u` for `query`, sorted: asked at once (on SQLite FTS5 answers
+/// while a change waits for the documents' search index), then again once the index has
+/// caught up (it answers then), and both must be the same.
 async fn found(app: &TestApp, u: &User, query: &str) -> Vec<String> {
+    let now = found_now(app, u, query).await;
+    search_index_caught_up(app).await;
+    assert_eq!(
+        found_now(app, u, query).await,
+        now,
+        "the search index answers {query:?} as the search did before it caught up"
+    );
+    now
+}
+
+async fn found_now(app: &TestApp, u: &User, query: &str) -> Vec<String> {
     let r = app
         .call(
             &u.token,
@@ -1231,6 +1244,171 @@ async fn search_follows_who_may_read_as_documents_turn_public_private_and_go() {
     assert!(found(&app, &alice, "zebracorn").await.is_empty());
     assert_eq!(app.count("document_chunks").await, 0);
     app.fts_index_is_whole("document_chunks_fts").await;
+}
+
+#[tokio::test]
+async fn the_search_index_answers_once_caught_up_ranked_and_cut_as_the_api_says() {
+    if postgres::skip("the documents search index is SQLite's") {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let u = app.standard().await;
+    let other = app.standard().await;
+    let g = genie(&app, &u, "Gardener", None).await;
+    let roses = create_text(
+        &app,
+        &u,
+        "Roses",
+        "Roses need pruning in spring. Pruning roses keeps roses healthy; prune roses hard.",
+    )
+    .await;
+    let tulips = create_text(
+        &app,
+        &u,
+        "Tulips",
+        "Tulips are bulbs. Plant bulbs in autumn; roses are mentioned once.",
+    )
+    .await;
+    let hidden = create_text(&app, &other, "Other roses", "roses roses roses roses roses").await;
+    for (t, id) in [
+        (&u.token, &roses),
+        (&u.token, &tulips),
+        (&other.token, &hidden),
+    ] {
+        assert_eq!(settle(&app, t, id).await["status"], "completed");
+    }
+    search_index_caught_up(&app).await;
+    let ix = app.state.doc_index.clone().unwrap();
+    // Every chunk of the three completed documents, nothing else.
+    assert_eq!(ix.chunks() as i64, app.count("document_chunks").await);
+
+    let search = async |q: Value| {
+        app.call(&u.token, KB, "search", None, q).await.ok(200)["results"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let hits = search(json!({"query": "roses"})).await;
+    let ids: Vec<&Value> = hits.iter().map(|h| &h["document_id"]).collect();
+    assert_eq!(ids, vec![&json!(roses), &json!(tulips)], "{hits:?}");
+    // The scores are the index's own: the index answered, not FTS5.
+    let words = vec!["roses".to_string()];
+    let owner: String = u.id.bytes().map(|b| format!("{b:02X}")).collect();
+    let readers = vec![format!("u{owner}"), "pub".to_string()];
+    let direct = ix
+        .search(&genied::doc_index::Asked {
+            words: &words,
+            any: false,
+            readers: &readers,
+            documents: None,
+            limit: 5,
+        })
+        .unwrap();
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    let expected: Vec<f64> = direct.hits.iter().map(|h| f64::from(h.1)).collect();
+    assert_eq!(scores, expected);
+    assert!(scores[0] > scores[1], "{scores:?}");
+    // All the words; the snippet marks them in the chunk's own spelling.
+    let hits = search(json!({"query": "roses pruning"})).await;
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["document_id"], json!(roses));
+    assert_eq!(hits[0]["chunk_index"], 0);
+    let snippet = hits[0]["snippet"].as_str().unwrap();
+    assert!(
+        snippet.contains("[Pruning]") && snippet.contains("[Roses]"),
+        "{snippet}"
+    );
+    assert_eq!(hits[0]["content"].as_str().unwrap().len(), 82);
+    // A genie's documents only, through the same index.
+    let hits = search(json!({"query": "roses", "agentId": g})).await;
+    assert!(hits.is_empty(), "{hits:?}");
+    app.call(
+        &u.token,
+        KB,
+        "attach",
+        None,
+        json!({"agentId": g, "documents": [{"id": tulips, "name": "Tulips", "type": "file"}]}),
+    )
+    .await
+    .ok(200);
+    let hits = search(json!({"query": "roses", "agentId": g})).await;
+    let ids: Vec<&Value> = hits.iter().map(|h| &h["document_id"]).collect();
+    assert_eq!(ids, vec![&json!(tulips)]);
+    // The other user's document turns public: found at once (FTS5, while queued), and
+    // ranked first once the index has it (five roses in five words).
+    set_public(&app, &other, &hidden, true).await;
+    assert_eq!(found(&app, &u, "roses").await.len(), 3);
+    let hits = search(json!({"query": "roses"})).await;
+    assert_eq!(hits[0]["document_id"], json!(hidden));
+    // Private again, or deleted: gone at once, before the index has caught up.
+    set_public(&app, &other, &hidden, false).await;
+    assert_eq!(
+        found_now(&app, &u, "roses").await,
+        sorted(&[&roses, &tulips])
+    );
+    app.call(&u.token, KB, "delete", Some(json!(roses)), json!({}))
+        .await
+        .ok(200);
+    assert!(found_now(&app, &u, "pruning").await.is_empty());
+    assert!(found(&app, &u, "pruning").await.is_empty());
+    assert_eq!(ix.chunks() as i64, app.count("document_chunks").await);
+}
+
+#[tokio::test]
+async fn the_search_index_is_rebuilt_when_missing_or_newer_than_its_database() {
+    if postgres::skip("the documents search index is SQLite's") {
+        return;
+    }
+    let app = TestApp::spawn().await;
+    let alice = app.standard().await;
+    let first = create_text(&app, &alice, "Kayaks", "Kayak paddles and spray decks.").await;
+    assert_eq!(
+        settle(&app, &alice.token, &first).await["status"],
+        "completed"
+    );
+    search_index_caught_up(&app).await;
+    let backup = app.state.config.data_dir.join("backup.db");
+    app.state.db.backup_to(&backup).unwrap();
+    let second = create_text(&app, &alice, "Canoes", "Kayak or canoe: a comparison.").await;
+    assert_eq!(
+        settle(&app, &alice.token, &second).await["status"],
+        "completed"
+    );
+    assert_eq!(
+        found(&app, &alice, "kayak").await,
+        sorted(&[&first, &second])
+    );
+    let dir = app.state.config.doc_index_dir();
+    assert!(dir.join("meta.json").is_file(), "{}", dir.display());
+
+    // The backup restored: the index holds a document its database never had, and is made
+    // again from the database.
+    let mut app = app;
+    app.shutdown().await;
+    {
+        let mut c = rusqlite::Connection::open(app.state.config.db_path()).unwrap();
+        c.restore(
+            rusqlite::MAIN_DB,
+            &backup,
+            None::<fn(rusqlite::backup::Progress)>,
+        )
+        .unwrap();
+    }
+    let app = app.restart().await;
+    search_index_caught_up(&app).await;
+    let ix = app.state.doc_index.clone().unwrap();
+    assert_eq!(ix.chunks(), 1);
+    assert_eq!(found(&app, &alice, "kayak").await, vec![first.clone()]);
+
+    // The index removed: made again, and the search answers from it.
+    let mut app = app;
+    app.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+    let app = app.restart().await;
+    search_index_caught_up(&app).await;
+    assert!(dir.join("meta.json").is_file());
+    assert_eq!(app.state.doc_index.clone().unwrap().chunks(), 1);
+    assert_eq!(found(&app, &alice, "kayak").await, vec![first]);
 }
 
 #[tokio::test]

@@ -481,6 +481,7 @@ async fn search(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
     // An admin's search, too, is of their own and public documents (no `adminMode`).
     let user_id = ctx.user_id().to_string();
     let any_owner = ctx.principal.is_admin();
+    let index = ctx.app.doc_index.clone();
     let hits = ctx
         .db()
         .read(move |c| {
@@ -489,7 +490,14 @@ async fn search(ctx: &Ctx, req: &ActionRequest) -> ApiResult<Reply> {
             {
                 return Err(ApiError::agent_not_found());
             }
-            Ok(docs::search(c, &user_id, &fts, genie.as_deref(), limit)?)
+            Ok(docs::search(
+                c,
+                index.as_deref(),
+                &user_id,
+                &fts,
+                genie.as_deref(),
+                limit,
+            )?)
         })
         .await?;
     Ok(Reply::ok(

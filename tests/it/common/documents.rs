@@ -85,3 +85,16 @@ fn walk(p: &std::path::Path) -> usize {
 pub fn stored_file(dir: &std::path::Path, hash: &str) -> Option<Vec<u8>> {
     std::fs::read(dir.join(&hash[..2]).join(hash)).ok()
 }
+
+/// Waits until the documents' search index answers searches (SQLite): checked at this start
+/// and nothing queued for it (`db::documents::search`). Nothing to wait for on PostgreSQL.
+pub async fn search_index_caught_up(app: &TestApp) {
+    let Some(ix) = app.state.doc_index.clone() else {
+        return;
+    };
+    wait_until("the documents search index to catch up", async || {
+        let queued = app.count("document_search_queue").await;
+        (ix.ready() && queued == 0).then_some(())
+    })
+    .await
+}

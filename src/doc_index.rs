@@ -1,0 +1,506 @@
+//! The documents' search index on SQLite: a tantivy index of every searchable chunk (a
+//! completed, active document's), under `<data dir>/search/documents`.
+//!
+//! Why a second index beside FTS5's: FTS5 ranks every chunk that matches a query with
+//! `bm25`, so a search's cost grows with the matches; tantivy keeps each term's document
+//! count in its dictionary and skips blocks of postings that cannot enter the best few
+//! (block-max WAND), so it grows with the best few (docs/performance.md, round thirty-six).
+//!
+//! SQLite stays the truth. A change to a document's chunks or to who may search them
+//! queues the document (`document_search_queue`, migration V49, by triggers), and the
+//! indexer (`knowledge::search_index`) re-indexes queued documents whole, then deletes the
+//! rows it did. The index's commit carries the last queue row it covers, so a start can
+//! tell an index that is behind or ahead of its database (a restored backup) and rebuild
+//! it. A search reads this index only when nothing is queued and the index was checked at
+//! this start ([`DocIndex::ready`]); otherwise FTS5 answers, so a search always sees every
+//! committed change. Every chunk it answers is read and checked against `documents` in
+//! SQLite, so an index that were ever wrong could hide a chunk, never show one.
+//!
+//! Nothing here is stored but what a search needs: the chunk's id (a fast field), its
+//! document (a term, to replace and filter a document's chunks), its readers (the owner's
+//! token and `pub`, as in FTS5's `readers` column) and its words. The text a snippet is cut
+//! from is the chunk's, read from SQLite.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, QueryClone, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, NumericOptions, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
+    TextAnalyzer,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+/// The analyzer of the chunks' words, close to FTS5's `porter unicode61 remove_diacritics 2`
+/// (V3): split at anything not a letter or digit, lower case, diacritics off, English
+/// stems (Snowball's English, Porter's successor: a few words stem differently).
+const ANALYZER: &str = "genied_en";
+
+/// Memory the writer may fill before it writes a segment: tantivy's least. A batch of the
+/// indexer is far smaller, and the writer lives only while there is work (RSS).
+const WRITER_BYTES: usize = 15_000_000;
+
+/// Characters of text around a snippet's matches, about FTS5's 16 tokens.
+const SNIPPET_CHARS: usize = 100;
+
+pub struct DocIndex {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<Option<IndexWriter>>,
+    ready: AtomicBool,
+    content: Field,
+    readers: Field,
+    document: Field,
+}
+
+/// A document's chunks as the index holds them: none when it may not be searched.
+pub struct Indexed {
+    pub document_id: String,
+    /// Chunk id and text.
+    pub chunks: Vec<(i64, String)>,
+    /// The owner's reader token and `pub` for a public document (`db::documents`).
+    pub readers: Vec<String>,
+}
+
+/// What a search asks: its words (as the user typed them), all of them or any, among the
+/// chunks whose readers include one of `readers`, optionally of these documents only.
+pub struct Asked<'a> {
+    pub words: &'a [String],
+    pub any: bool,
+    pub readers: &'a [String],
+    pub documents: Option<&'a [String]>,
+    pub limit: usize,
+}
+
+/// The best chunks for a search, best first, with what cuts their snippets.
+pub struct Found {
+    pub hits: Vec<(i64, f32)>,
+    snippets: Option<SnippetGenerator>,
+}
+
+impl Found {
+    /// The part of `text` around the query's words, each in `[` `]`, with `…` where the
+    /// text goes on: the form FTS5's `snippet(…, '[', ']', '…', 16)` answers.
+    pub fn snippet(&self, text: &str) -> String {
+        let Some(generator) = &self.snippets else {
+            return lead_in(text);
+        };
+        let s = generator.snippet(text);
+        if s.is_empty() {
+            return lead_in(text);
+        }
+        let range = s.fragment_range();
+        let fragment = s.fragment();
+        let mut out = String::with_capacity(fragment.len() + 16);
+        if range.start > 0 {
+            out.push('…');
+        }
+        let mut from = 0;
+        for h in tantivy::snippet::collapse_overlapped_ranges(s.highlighted()) {
+            out.push_str(&fragment[from..h.start]);
+            out.push('[');
+            out.push_str(&fragment[h.clone()]);
+            out.push(']');
+            from = h.end;
+        }
+        out.push_str(&fragment[from..]);
+        if range.end < text.len() {
+            out.push('…');
+        }
+        out
+    }
+}
+
+/// The first [`SNIPPET_CHARS`] of `text` (at a character boundary), for a chunk in which
+/// the snippet finds no word: the words matched a stem the text spells otherwise.
+fn lead_in(text: &str) -> String {
+    match text.char_indices().nth(SNIPPET_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+impl DocIndex {
+    /// Opens the index under `dir`, or makes an empty one. An index that cannot be opened
+    /// (another version's, or damaged) is moved aside and made again: it is rebuilt from
+    /// SQLite like a new one.
+    pub fn open(dir: &Path) -> tantivy::Result<DocIndex> {
+        std::fs::create_dir_all(dir)?;
+        let index = match Self::open_or_create(dir) {
+            Ok(index) => index,
+            Err(e) => {
+                tracing::warn!(error = %e, dir = %dir.display(), "documents search index unreadable; made again");
+                std::fs::remove_dir_all(dir)?;
+                std::fs::create_dir_all(dir)?;
+                Self::open_or_create(dir)?
+            }
+        };
+        index.tokenizers().register(ANALYZER, analyzer());
+        let schema = index.schema();
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(DocIndex {
+            dir: dir.to_path_buf(),
+            content: schema.get_field("content")?,
+            readers: schema.get_field("readers")?,
+            document: schema.get_field("document")?,
+            index,
+            reader,
+            writer: Mutex::new(None),
+            ready: AtomicBool::new(false),
+        })
+    }
+
+    fn open_or_create(dir: &Path) -> tantivy::Result<Index> {
+        let index = Index::open_or_create(MmapDirectory::open(dir)?, schema())?;
+        // An index of another schema opens too (open_or_create checks it, but only for
+        // equality of what it was given): the fields this module reads must be there.
+        let s = index.schema();
+        for f in ["content", "readers", "document", "chunk"] {
+            s.get_field(f)?;
+        }
+        Ok(index)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// True once the indexer has checked the index against the database at this start
+    /// (and rebuilt it if it had to): from then on an empty queue means it is up to date.
+    pub fn ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::Release);
+    }
+
+    /// The last queue row the index's newest commit covers; `None` for an index that never
+    /// committed (new, or made again).
+    pub fn through(&self) -> tantivy::Result<Option<i64>> {
+        let metas = self.index.load_metas()?;
+        Ok(metas.payload.and_then(|p| p.parse().ok()))
+    }
+
+    /// Replaces each document's chunks with `docs`' and commits, covering the queue through
+    /// `through`; the searches after it see the commit. The writer is opened for it and
+    /// stays open until [`DocIndex::close_writer`].
+    pub fn apply(&self, docs: &[Indexed], through: i64, all: bool) -> tantivy::Result<()> {
+        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(self.index.writer_with_num_threads(1, WRITER_BYTES)?);
+        }
+        let Some(w) = guard.as_mut() else {
+            unreachable!("opened above")
+        };
+        if all {
+            w.delete_all_documents()?;
+        }
+        let chunk = self.index.schema().get_field("chunk")?;
+        for d in docs {
+            w.delete_term(Term::from_field_text(self.document, &d.document_id));
+            for (id, text) in &d.chunks {
+                let mut doc = TantivyDocument::default();
+                doc.add_text(self.content, text);
+                doc.add_text(self.document, &d.document_id);
+                for r in &d.readers {
+                    doc.add_text(self.readers, r);
+                }
+                doc.add_u64(chunk, *id as u64);
+                w.add_document(doc)?;
+            }
+        }
+        let mut commit = w.prepare_commit()?;
+        commit.set_payload(&through.to_string());
+        commit.commit()?;
+        self.reader.reload()
+    }
+
+    /// Closes the writer, if open, once its merges are done: it holds some 20 MB while open.
+    pub fn close_writer(&self) -> tantivy::Result<()> {
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match w {
+            Some(w) => w.wait_merging_threads(),
+            None => Ok(()),
+        }
+    }
+
+    /// The best `asked.limit` chunks, bm25-ranked (tantivy's: k1 1.2, b 0.75, as FTS5's;
+    /// its IDF has no floor and never goes below zero, so common words order differently).
+    pub fn search(&self, asked: &Asked<'_>) -> tantivy::Result<Found> {
+        let terms = self.terms(asked.words);
+        if terms.is_empty() || asked.readers.is_empty() || asked.limit == 0 {
+            return Ok(Found {
+                hits: Vec::new(),
+                snippets: None,
+            });
+        }
+        let occur = if asked.any {
+            Occur::Should
+        } else {
+            Occur::Must
+        };
+        let words: Vec<(Occur, Box<dyn Query>)> = terms
+            .into_iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs));
+                (occur, q)
+            })
+            .collect();
+        let words = BooleanQuery::new(words);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, words.box_clone())];
+        // Who may search a chunk, and the genie's documents: conditions that score nothing.
+        clauses.push((Occur::Must, any_of(self.readers, asked.readers)));
+        if let Some(docs) = asked.documents {
+            if docs.is_empty() {
+                return Ok(Found {
+                    hits: Vec::new(),
+                    snippets: None,
+                });
+            }
+            clauses.push((Occur::Must, any_of(self.document, docs)));
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(asked.limit).order_by_score())?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let col = searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("chunk")?;
+            if let Some(id) = col.first(addr.doc_id) {
+                hits.push((id as i64, score));
+            }
+        }
+        let snippets = if hits.is_empty() {
+            None
+        } else {
+            let mut g = SnippetGenerator::create(&searcher, &words, self.content)?;
+            g.set_max_num_chars(SNIPPET_CHARS);
+            Some(g)
+        };
+        Ok(Found { hits, snippets })
+    }
+
+    /// The index's terms for what the user typed: each word through the chunks' analyzer,
+    /// each term once.
+    fn terms(&self, words: &[String]) -> Vec<Term> {
+        let mut a = analyzer();
+        let mut out: Vec<Term> = Vec::new();
+        for w in words {
+            let mut stream = a.token_stream(w);
+            while let Some(t) = stream.next() {
+                let term = Term::from_field_text(self.content, &t.text);
+                if !out.contains(&term) {
+                    out.push(term);
+                }
+            }
+        }
+        out
+    }
+
+    /// How many chunks the index holds (tests and the start's log).
+    pub fn chunks(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+}
+
+/// A condition that a field holds one of `values`, scoring 0.
+fn any_of(field: Field, values: &[String]) -> Box<dyn Query> {
+    let terms: Vec<(Occur, Box<dyn Query>)> = values
+        .iter()
+        .map(|v| {
+            let q: Box<dyn Query> = Box::new(TermQuery::new(
+                Term::from_field_text(field, v),
+                IndexRecordOption::Basic,
+            ));
+            (Occur::Should, q)
+        })
+        .collect();
+    Box::new(ConstScoreQuery::new(
+        Box::new(BooleanQuery::new(terms)),
+        0.0,
+    ))
+}
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+fn schema() -> Schema {
+    let mut s = Schema::builder();
+    // Frequencies for bm25; no positions (every word of a search is a term of its own).
+    s.add_text_field(
+        "content",
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(ANALYZER)
+                .set_index_option(IndexRecordOption::WithFreqs),
+        ),
+    );
+    s.add_text_field("readers", STRING);
+    s.add_text_field("document", STRING);
+    s.add_u64_field("chunk", NumericOptions::default().set_fast());
+    s.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(id: &str, chunks: &[(i64, &str)], readers: &[&str]) -> Indexed {
+        Indexed {
+            document_id: id.into(),
+            chunks: chunks.iter().map(|(i, t)| (*i, t.to_string())).collect(),
+            readers: readers.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+
+    fn ask<'a>(words: &'a [String], readers: &'a [String]) -> Asked<'a> {
+        Asked {
+            words,
+            any: false,
+            readers,
+            documents: None,
+            limit: 5,
+        }
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn finds_stems_ranks_by_bm25_and_keeps_to_readers() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = DocIndex::open(dir.path()).unwrap();
+        ix.apply(
+            &[
+                doc(
+                    "a",
+                    &[(1, "Pruning roses keeps roses healthy; prune roses hard.")],
+                    &["uA"],
+                ),
+                doc(
+                    "b",
+                    &[(
+                        2,
+                        "Tulips are bulbs; roses are mentioned once in passing here.",
+                    )],
+                    &["uA", "pub"],
+                ),
+                doc("c", &[(3, "roses roses roses")], &["uB"]),
+            ],
+            7,
+            false,
+        )
+        .unwrap();
+        assert_eq!(ix.through().unwrap(), Some(7));
+        let words = strings(&["Rosé"]);
+        let a = ix.search(&ask(&words, &strings(&["uA"]))).unwrap();
+        assert_eq!(a.hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1, 2]);
+        assert!(a.hits[0].1 > a.hits[1].1);
+        // Another user sees the public one only; the words of an unknown user nothing.
+        let b = ix.search(&ask(&words, &strings(&["uC", "pub"]))).unwrap();
+        assert_eq!(b.hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![2]);
+        // All words, or any.
+        let both = strings(&["roses", "pruned"]);
+        let all = ix.search(&ask(&both, &strings(&["uA", "uB"]))).unwrap();
+        assert_eq!(all.hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1]);
+        let both_users = strings(&["uA", "uB"]);
+        let mut any = ask(&both, &both_users);
+        any.any = true;
+        assert_eq!(ix.search(&any).unwrap().hits.len(), 3);
+        // One document's chunks only.
+        let only = strings(&["b"]);
+        let a_only = strings(&["uA"]);
+        let mut of_b = ask(&words, &a_only);
+        of_b.documents = Some(&only);
+        assert_eq!(
+            ix.search(&of_b)
+                .unwrap()
+                .hits
+                .iter()
+                .map(|h| h.0)
+                .collect::<Vec<_>>(),
+            vec![2]
+        );
+    }
+
+    #[test]
+    fn a_document_is_replaced_whole_and_a_rebuild_starts_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = DocIndex::open(dir.path()).unwrap();
+        ix.apply(
+            &[doc("a", &[(1, "kayak one"), (2, "kayak two")], &["uA"])],
+            1,
+            false,
+        )
+        .unwrap();
+        ix.apply(&[doc("a", &[(3, "kayak three")], &["uA"])], 2, false)
+            .unwrap();
+        let words = strings(&["kayak"]);
+        let found = ix.search(&ask(&words, &strings(&["uA"]))).unwrap();
+        assert_eq!(found.hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![3]);
+        // No chunks: the document is gone from the index.
+        ix.apply(&[doc("a", &[], &["uA"])], 3, false).unwrap();
+        assert_eq!(ix.chunks(), 0);
+        ix.apply(&[doc("b", &[(4, "canoe")], &["uA"])], 4, false)
+            .unwrap();
+        ix.apply(&[doc("c", &[(5, "raft")], &["uA"])], 9, true)
+            .unwrap();
+        assert_eq!(ix.chunks(), 1);
+        ix.close_writer().unwrap();
+        // Opened again, it is as it was committed.
+        drop(ix);
+        let ix = DocIndex::open(dir.path()).unwrap();
+        assert_eq!((ix.chunks(), ix.through().unwrap()), (1, Some(9)));
+        assert!(!ix.ready());
+    }
+
+    #[test]
+    fn an_unreadable_index_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("meta.json"), b"{ not an index").unwrap();
+        let ix = DocIndex::open(dir.path()).unwrap();
+        assert_eq!((ix.chunks(), ix.through().unwrap()), (0, None));
+    }
+
+    #[test]
+    fn snippets_mark_the_words_as_fts5s_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = DocIndex::open(dir.path()).unwrap();
+        let long = format!(
+            "{} The refund policy covers a warranty claim. {}",
+            "Opening words of a long chunk. ".repeat(8),
+            "Closing words of it. ".repeat(8)
+        );
+        ix.apply(&[doc("a", &[(1, &long)], &["uA"])], 1, false)
+            .unwrap();
+        let words = strings(&["refunds", "warranty"]);
+        let found = ix.search(&ask(&words, &strings(&["uA"]))).unwrap();
+        let s = found.snippet(&long);
+        assert!(s.contains("[refund]") && s.contains("[warranty]"), "{s}");
+        assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+        assert!(s.chars().count() <= SNIPPET_CHARS + 8, "{s}");
+        // Text that holds none of the words (another spelling of a stem): its beginning.
+        assert_eq!(found.snippet("short"), "short");
+    }
+}
