@@ -227,11 +227,16 @@ impl DocIndex {
         self.reader.reload()
     }
 
-    /// Closes the writer, if open, once its merges are done: it holds some 20 MB while open.
+    /// Closes the writer, if open, once its merges are done, and gives the memory it used
+    /// back to the system.
     pub fn close_writer(&self) -> tantivy::Result<()> {
         let w = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
         match w {
-            Some(w) => w.wait_merging_threads(),
+            Some(w) => {
+                let done = w.wait_merging_threads();
+                release_free_memory();
+                done
+            }
             None => Ok(()),
         }
     }
@@ -316,6 +321,24 @@ impl DocIndex {
         self.reader.searcher().num_docs()
     }
 }
+
+/// Returns the allocator's free pages to the system (glibc's `malloc_trim`). The writer's
+/// threads allocate in glibc arenas of their own, and what they free stays there: after
+/// indexing 10,000 documents a server's anonymous memory stayed at 100–116 MB, against
+/// 13–17 MB after a trim (docs/performance.md, round thirty-six). Called when a writer
+/// closes, which is after indexing only, never on a request's path.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn release_free_memory() {
+    // SAFETY: `malloc_trim` takes a byte count and works on the allocator's own free lists
+    // under the allocator's locks; it frees no block in use and returns a flag.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_memory() {}
 
 /// A condition that a field holds one of `values`, scoring 0.
 fn any_of(field: Field, values: &[String]) -> Box<dyn Query> {
