@@ -25,6 +25,9 @@ const BATCH: i64 = 2000;
 /// after a document's change.
 const POLL: Duration = Duration::from_millis(250);
 
+/// How long the indexer waits after a failure before it tries again.
+const RETRY: Duration = Duration::from_secs(5);
+
 /// Runs until `stop`; with no index (PostgreSQL, or one that could not be opened), waits
 /// for it.
 pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
@@ -40,14 +43,14 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            _ = tokio::time::sleep(RETRY) => {}
             _ = stop.changed() => return,
         }
     }
     ix.set_ready();
     loop {
-        drain(&app, &ix, &stop).await;
-        // Its memory back while there is nothing to index (some 20 MB).
+        let drained = drain(&app, &ix, &stop).await;
+        // Its memory back while there is nothing to index.
         let closing = ix.clone();
         if let Err(e) = db::run_blocking(move || closing.close_writer().map_err(failed)).await {
             tracing::warn!(error = %e.message, "documents search index: closing the writer");
@@ -55,8 +58,10 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             return;
         }
+        // After a failure (logged), not four times a second: FTS5 answers meanwhile.
+        let pause = if drained { POLL } else { RETRY };
         tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
+            _ = tokio::time::sleep(pause) => {}
             _ = stop.changed() => {}
         }
     }
@@ -93,8 +98,9 @@ async fn check(app: &AppState, ix: &Arc<DocIndex>) -> ApiResult<()> {
     Ok(())
 }
 
-/// Indexes queued changes batch by batch until none is left or `stop`.
-async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>) {
+/// Indexes queued changes batch by batch until none is left or `stop`; false when a step
+/// failed (logged).
+async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>) -> bool {
     while !*stop.borrow() {
         let next = app
             .db
@@ -102,10 +108,10 @@ async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>)
             .await;
         let (through, docs) = match next {
             Ok(Some(next)) => next,
-            Ok(None) => return,
+            Ok(None) => return true,
             Err(e) => {
                 tracing::warn!(error = %e.message, "documents search index: could not read the queue");
-                return;
+                return false;
             }
         };
         let started = std::time::Instant::now();
@@ -115,7 +121,7 @@ async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>)
             db::run_blocking(move || applying.apply(&docs, through, false).map_err(failed)).await;
         if let Err(e) = applied {
             tracing::warn!(error = %e.message, "documents search index: could not index");
-            return;
+            return false;
         }
         tracing::debug!(
             documents,
@@ -131,9 +137,10 @@ async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>)
         if let Err(e) = done {
             // Indexed again next time: a document re-indexed is the same.
             tracing::warn!(error = %e.message, "documents search index: could not drop the indexed rows");
-            return;
+            return false;
         }
     }
+    true
 }
 
 fn failed(e: tantivy::TantivyError) -> ApiError {

@@ -1318,7 +1318,10 @@ async fn the_search_index_answers_once_caught_up_ranked_and_cut_as_the_api_says(
         snippet.contains("[Pruning]") && snippet.contains("[Roses]"),
         "{snippet}"
     );
-    assert_eq!(hits[0]["content"].as_str().unwrap().len(), 82);
+    assert_eq!(
+        hits[0]["content"],
+        "Roses need pruning in spring. Pruning roses keeps roses healthy; prune roses hard."
+    );
     // A genie's documents only, through the same index.
     let hits = search(json!({"query": "roses", "agentId": g})).await;
     assert!(hits.is_empty(), "{hits:?}");
