@@ -129,6 +129,14 @@ async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>)
             took_us = started.elapsed().as_micros() as u64,
             "documents search index: committed"
         );
+        // Closed after each batch, not only when the queue is empty: what a batch leaves in
+        // the writer threads' arenas is given back before the next (a rebuild's batches
+        // otherwise piled up to a high-water mark of 145 MB; docs/performance.md).
+        let closing = ix.clone();
+        if let Err(e) = db::run_blocking(move || closing.close_writer().map_err(failed)).await {
+            tracing::warn!(error = %e.message, "documents search index: closing the writer");
+            return false;
+        }
         // In turn: a background loop's write never shares a request's commit.
         let done = app
             .db
