@@ -1,10 +1,13 @@
 //! The documents' search index on SQLite: a tantivy index of every searchable chunk (a
-//! completed, active document's), under `<data dir>/search/documents`.
+//! completed, active document's), beside the database file (`genied.db-search/`,
+//! `Config::doc_index_dir`).
 //!
 //! Why a second index beside FTS5's: FTS5 ranks every chunk that matches a query with
-//! `bm25`, so a search's cost grows with the matches; tantivy keeps each term's document
-//! count in its dictionary and skips blocks of postings that cannot enter the best few
-//! (block-max WAND), so it grows with the best few (docs/performance.md, round thirty-six).
+//! `bm25` and walks each word's whole list for its IDF, so a search's cost grows with the
+//! corpus; tantivy keeps each term's document count in its dictionary, skips through its
+//! postings, and for any-word queries skips blocks that cannot enter the best few
+//! (block-max WAND). For one user's 10,000 documents the search went from 2.03–2.33× its
+//! cost at 1,000 to 1.04–1.33× (docs/performance.md, round thirty-six).
 //!
 //! SQLite stays the truth. A change to a document's chunks or to who may search them
 //! queues the document (`document_search_queue`, migration V49, by triggers), and the
@@ -27,14 +30,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, QueryClone, TermQuery};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, STRING, Schema, TextFieldIndexing, TextOptions,
 };
-use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
-    TextAnalyzer,
+    AsciiFoldingFilter, Language, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer,
+    Stemmer, TextAnalyzer,
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
@@ -47,7 +49,8 @@ const ANALYZER: &str = "genied_en";
 /// indexer is far smaller, and the writer lives only while there is work (RSS).
 const WRITER_BYTES: usize = 15_000_000;
 
-/// Characters of text around a snippet's matches, about FTS5's 16 tokens.
+/// Characters of a chunk's beginning that stand for its snippet when none of the query's
+/// words is found in it.
 const SNIPPET_CHARS: usize = 100;
 
 pub struct DocIndex {
@@ -80,47 +83,115 @@ pub struct Asked<'a> {
     pub limit: usize,
 }
 
-/// The best chunks for a search, best first, with what cuts their snippets.
+/// The best chunks for a search, best first, with the query's terms for their snippets.
 pub struct Found {
     pub hits: Vec<(i64, f32)>,
-    snippets: Option<SnippetGenerator>,
+    /// The query's words as the index holds them (stemmed).
+    stems: Vec<String>,
 }
 
 impl Found {
-    /// The part of `text` around the query's words, each in `[` `]`, with `…` where the
-    /// text goes on: the form FTS5's `snippet(…, '[', ']', '…', 16)` answers.
+    /// The [`SNIPPET_WORDS`] words of `text` around the most of the query's words, each of
+    /// them in `[` `]`, with `…` where the text goes on: the form FTS5's
+    /// `snippet(…, '[', ']', '…', 16)` answers.
+    ///
+    /// Only a word that begins with a query term's first letter is stemmed (stems keep a
+    /// word's first letter): tantivy's `SnippetGenerator` stems every word of the chunk,
+    /// some 32 µs for 130 words, which was most of what an answered chunk cost (round
+    /// thirty-six).
     pub fn snippet(&self, text: &str) -> String {
-        let Some(generator) = &self.snippets else {
+        let firsts: Vec<char> = self.stems.iter().filter_map(|s| s.chars().next()).collect();
+        let mut words = words_analyzer();
+        let mut stemmer = TextAnalyzer::builder(RawTokenizer::default())
+            .filter(Stemmer::new(Language::English))
+            .build();
+        // Each word's place in `text`, and which query term it is, if one.
+        let mut found: Vec<(usize, usize, Option<usize>)> = Vec::new();
+        let mut stream = words.token_stream(text);
+        while let Some(t) = stream.next() {
+            let term = if t.text.chars().next().is_some_and(|c| firsts.contains(&c)) {
+                let mut stemmed = stemmer.token_stream(&t.text);
+                stemmed
+                    .next()
+                    .and_then(|st| self.stems.iter().position(|s| *s == st.text))
+            } else {
+                None
+            };
+            found.push((t.offset_from, t.offset_to, term));
+        }
+        let Some((from, to)) = best_window(&found) else {
             return lead_in(text);
         };
-        let s = generator.snippet(text);
-        if s.is_empty() {
-            return lead_in(text);
-        }
-        let range = s.fragment_range();
-        let fragment = s.fragment();
-        let mut out = String::with_capacity(fragment.len() + 16);
-        if range.start > 0 {
+        let mut out = String::with_capacity(to.min(text.len()) + 16);
+        if from > 0 {
             out.push('…');
         }
-        let mut from = 0;
-        for h in tantivy::snippet::collapse_overlapped_ranges(s.highlighted()) {
-            out.push_str(&fragment[from..h.start]);
-            out.push('[');
-            out.push_str(&fragment[h.clone()]);
-            out.push(']');
-            from = h.end;
+        // The text before the first word and after the last, too, when the snippet reaches
+        // the chunk's ends (as FTS5's does).
+        let mut at = if from == 0 { 0 } else { found[from].0 };
+        for &(start, end, term) in &found[from..to] {
+            if term.is_some() {
+                out.push_str(&text[at..start]);
+                out.push('[');
+                out.push_str(&text[start..end]);
+                out.push(']');
+                at = end;
+            }
         }
-        out.push_str(&fragment[from..]);
-        if range.end < text.len() {
+        if to < found.len() {
+            out.push_str(&text[at..found[to - 1].1]);
             out.push('…');
+        } else {
+            out.push_str(&text[at..]);
         }
         out
     }
 }
 
+/// Words shown in a snippet, as FTS5's `snippet(…, 16)`.
+const SNIPPET_WORDS: usize = 16;
+
+/// The words `[from, to)` of a snippet: the [`SNIPPET_WORDS`] that hold the most different
+/// query terms (then the most of them, then the earliest), moved back so that the matches
+/// sit in the middle; `None` when no word is a query term.
+fn best_window(found: &[(usize, usize, Option<usize>)]) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize, usize, usize)> = None; // (distinct, count, start, span)
+    for (i, w) in found.iter().enumerate() {
+        if w.2.is_none() {
+            continue;
+        }
+        let end = (i + SNIPPET_WORDS).min(found.len());
+        let mut terms: Vec<usize> = Vec::new();
+        let mut count = 0;
+        let mut last = i;
+        for (j, w) in found[i..end].iter().enumerate() {
+            if let Some(t) = w.2 {
+                count += 1;
+                last = i + j;
+                if !terms.contains(&t) {
+                    terms.push(t);
+                }
+            }
+        }
+        let better = match best {
+            None => true,
+            Some((d, c, _, _)) => (terms.len(), count) > (d, c),
+        };
+        if better {
+            best = Some((terms.len(), count, i, last - i + 1));
+        }
+    }
+    let (_, _, start, span) = best?;
+    let slack = (SNIPPET_WORDS - span) / 2;
+    let from = start
+        .saturating_sub(slack)
+        .min(found.len().saturating_sub(SNIPPET_WORDS));
+    Some((from, (from + SNIPPET_WORDS).min(found.len())))
+}
+
 /// The first [`SNIPPET_CHARS`] of `text` (at a character boundary), for a chunk in which
-/// the snippet finds no word: the words matched a stem the text spells otherwise.
+/// the snippet finds none of the query's words (an any-word query's chunk always has one;
+/// this is for safety, should the analyzers ever disagree).
 fn lead_in(text: &str) -> String {
     match text.char_indices().nth(SNIPPET_CHARS) {
         Some((end, _)) => format!("{}…", &text[..end]),
@@ -130,7 +201,7 @@ fn lead_in(text: &str) -> String {
 
 impl DocIndex {
     /// Opens the index under `dir`, or makes an empty one. An index that cannot be opened
-    /// (another version's, or damaged) is moved aside and made again: it is rebuilt from
+    /// (another version's, or damaged) is removed and made again: it is rebuilt from
     /// SQLite like a new one.
     pub fn open(dir: &Path) -> tantivy::Result<DocIndex> {
         std::fs::create_dir_all(dir)?;
@@ -194,8 +265,8 @@ impl DocIndex {
     }
 
     /// Replaces each document's chunks with `docs`' and commits, covering the queue through
-    /// `through`; the searches after it see the commit. The writer is opened for it and
-    /// stays open until [`DocIndex::close_writer`].
+    /// `through`; the searches after it see the commit. The writer is opened for it if it
+    /// is not open (the indexer closes it after each batch: [`DocIndex::close_writer`]).
     pub fn apply(&self, docs: &[Indexed], through: i64, all: bool) -> tantivy::Result<()> {
         let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
@@ -244,11 +315,15 @@ impl DocIndex {
     /// The best `asked.limit` chunks, bm25-ranked (tantivy's: k1 1.2, b 0.75, as FTS5's;
     /// its IDF has no floor and never goes below zero, so common words order differently).
     pub fn search(&self, asked: &Asked<'_>) -> tantivy::Result<Found> {
-        let terms = self.terms(asked.words);
+        let stems = stems(asked.words);
+        let terms: Vec<Term> = stems
+            .iter()
+            .map(|s| Term::from_field_text(self.content, s))
+            .collect();
         if terms.is_empty() || asked.readers.is_empty() || asked.limit == 0 {
             return Ok(Found {
                 hits: Vec::new(),
-                snippets: None,
+                stems: Vec::new(),
             });
         }
         let occur = if asked.any {
@@ -263,15 +338,15 @@ impl DocIndex {
                 (occur, q)
             })
             .collect();
-        let words = BooleanQuery::new(words);
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, words.box_clone())];
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(words)))];
         // Who may search a chunk, and the genie's documents: conditions that score nothing.
         clauses.push((Occur::Must, any_of(self.readers, asked.readers)));
         if let Some(docs) = asked.documents {
             if docs.is_empty() {
                 return Ok(Found {
                     hits: Vec::new(),
-                    snippets: None,
+                    stems: Vec::new(),
                 });
             }
             clauses.push((Occur::Must, any_of(self.document, docs)));
@@ -289,34 +364,10 @@ impl DocIndex {
                 hits.push((id as i64, score));
             }
         }
-        let snippets = if hits.is_empty() {
-            None
-        } else {
-            let mut g = SnippetGenerator::create(&searcher, &words, self.content)?;
-            g.set_max_num_chars(SNIPPET_CHARS);
-            Some(g)
-        };
-        Ok(Found { hits, snippets })
+        Ok(Found { hits, stems })
     }
 
-    /// The index's terms for what the user typed: each word through the chunks' analyzer,
-    /// each term once.
-    fn terms(&self, words: &[String]) -> Vec<Term> {
-        let mut a = analyzer();
-        let mut out: Vec<Term> = Vec::new();
-        for w in words {
-            let mut stream = a.token_stream(w);
-            while let Some(t) = stream.next() {
-                let term = Term::from_field_text(self.content, &t.text);
-                if !out.contains(&term) {
-                    out.push(term);
-                }
-            }
-        }
-        out
-    }
-
-    /// How many chunks the index holds (tests and the start's log).
+    /// How many chunks the index holds (the tests read it).
     pub fn chunks(&self) -> u64 {
         self.reader.searcher().num_docs()
     }
@@ -365,6 +416,31 @@ fn analyzer() -> TextAnalyzer {
         .filter(AsciiFoldingFilter)
         .filter(Stemmer::new(Language::English))
         .build()
+}
+
+/// [`analyzer`] without its stemmer: the words of a chunk as a snippet looks at them.
+fn words_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+/// The index's terms for what the user typed: each word through the chunks' analyzer,
+/// each term once.
+fn stems(words: &[String]) -> Vec<String> {
+    let mut a = analyzer();
+    let mut out: Vec<String> = Vec::new();
+    for w in words {
+        let mut stream = a.token_stream(w);
+        while let Some(t) = stream.next() {
+            if !out.contains(&t.text) {
+                out.push(t.text.clone());
+            }
+        }
+    }
+    out
 }
 
 fn schema() -> Schema {
@@ -511,7 +587,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ix = DocIndex::open(dir.path()).unwrap();
         let long = format!(
-            "{} The refund policy covers a warranty claim. {}",
+            "{}The refund policy covers a warranty claim. {}",
             "Opening words of a long chunk. ".repeat(8),
             "Closing words of it. ".repeat(8)
         );
@@ -522,7 +598,24 @@ mod tests {
         let s = found.snippet(&long);
         assert!(s.contains("[refund]") && s.contains("[warranty]"), "{s}");
         assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
-        assert!(s.chars().count() <= SNIPPET_CHARS + 8, "{s}");
+        assert_eq!(s.split_whitespace().count(), SNIPPET_WORDS, "{s}");
+        // The words around the matches on both sides.
+        assert!(
+            s.contains("chunk. The [refund]") && s.contains("claim. Closing"),
+            "{s}"
+        );
+        // A whole short chunk, the words in its own spelling; a stem that is no prefix of
+        // its word ("dying" → "die") is found too.
+        assert_eq!(
+            found.snippet("Refunds, and Warranty!"),
+            "[Refunds], and [Warranty]!"
+        );
+        let die = strings(&["die"]);
+        ix.apply(&[doc("b", &[(2, "Dying roses")], &["uA"])], 2, false)
+            .unwrap();
+        let found = ix.search(&ask(&die, &strings(&["uA"]))).unwrap();
+        assert_eq!(found.hits.len(), 1);
+        assert_eq!(found.snippet("Dying roses"), "[Dying] roses");
         // Text that holds none of the words (another spelling of a stem): its beginning.
         assert_eq!(found.snippet("short"), "short");
     }
