@@ -913,34 +913,63 @@ async fn public_private_isolation_admin_mode_and_bulk_update() {
         .err(400, "VALIDATION_ERROR");
 }
 
-#[tokio::test]
-async fn search_term_and_search_action_rank_chunks_with_fts5() {
-    let app = TestApp::spawn().await;
+/// The two search tests' documents: `u`'s "Roses" (the word five times, with "pruning")
+/// and "Tulips" (once), and `other`'s private "Other roses", all completed; `g` a genie of
+/// `u`'s with no documents yet.
+struct Garden {
+    u: User,
+    other: User,
+    g: String,
+    roses: String,
+    tulips: String,
+    hidden: String,
+}
+
+const ROSES_TEXT: &str =
+    "Roses need pruning in spring. Pruning roses keeps roses healthy; prune roses hard.";
+
+async fn garden(app: &TestApp) -> Garden {
     let u = app.standard().await;
     let other = app.standard().await;
-    let g = genie(&app, &u, "Gardener", None).await;
-    let roses = create_text(
-        &app,
-        &u,
-        "Roses",
-        "Roses need pruning in spring. Pruning roses keeps roses healthy; prune roses hard.",
-    )
-    .await;
+    let g = genie(app, &u, "Gardener", None).await;
+    let roses = create_text(app, &u, "Roses", ROSES_TEXT).await;
     let tulips = create_text(
-        &app,
+        app,
         &u,
         "Tulips",
         "Tulips are bulbs. Plant bulbs in autumn; roses are mentioned once.",
     )
     .await;
-    let hidden = create_text(&app, &other, "Other roses", "roses roses roses roses roses").await;
+    let hidden = create_text(app, &other, "Other roses", "roses roses roses roses roses").await;
     for (t, id) in [
         (&u.token, &roses),
         (&u.token, &tulips),
         (&other.token, &hidden),
     ] {
-        assert_eq!(settle(&app, t, id).await["status"], "completed");
+        assert_eq!(settle(app, t, id).await["status"], "completed");
     }
+    Garden {
+        u,
+        other,
+        g,
+        roses,
+        tulips,
+        hidden,
+    }
+}
+
+#[tokio::test]
+async fn search_term_and_search_action_rank_chunks_with_fts5() {
+    let app = TestApp::spawn().await;
+    // The other user's "Other roses" is in none of `u`'s answers.
+    let Garden {
+        u,
+        other,
+        g,
+        roses,
+        tulips,
+        ..
+    } = garden(&app).await;
     // searchTerm: title or content
     let r = app
         .call(
@@ -1252,31 +1281,14 @@ async fn the_search_index_answers_once_caught_up_ranked_and_cut_as_the_api_says(
         return;
     }
     let app = TestApp::spawn().await;
-    let u = app.standard().await;
-    let other = app.standard().await;
-    let g = genie(&app, &u, "Gardener", None).await;
-    let roses = create_text(
-        &app,
-        &u,
-        "Roses",
-        "Roses need pruning in spring. Pruning roses keeps roses healthy; prune roses hard.",
-    )
-    .await;
-    let tulips = create_text(
-        &app,
-        &u,
-        "Tulips",
-        "Tulips are bulbs. Plant bulbs in autumn; roses are mentioned once.",
-    )
-    .await;
-    let hidden = create_text(&app, &other, "Other roses", "roses roses roses roses roses").await;
-    for (t, id) in [
-        (&u.token, &roses),
-        (&u.token, &tulips),
-        (&other.token, &hidden),
-    ] {
-        assert_eq!(settle(&app, t, id).await["status"], "completed");
-    }
+    let Garden {
+        u,
+        other,
+        g,
+        roses,
+        tulips,
+        hidden,
+    } = garden(&app).await;
     search_index_caught_up(&app).await;
     let ix = app.state.doc_index.clone().unwrap();
     // Every chunk of the three completed documents, nothing else.
@@ -1318,10 +1330,7 @@ async fn the_search_index_answers_once_caught_up_ranked_and_cut_as_the_api_says(
         snippet.contains("[Pruning]") && snippet.contains("[Roses]"),
         "{snippet}"
     );
-    assert_eq!(
-        hits[0]["content"],
-        "Roses need pruning in spring. Pruning roses keeps roses healthy; prune roses hard."
-    );
+    assert_eq!(hits[0]["content"], ROSES_TEXT);
     // A genie's documents only, through the same index.
     let hits = search(json!({"query": "roses", "agentId": g})).await;
     assert!(hits.is_empty(), "{hits:?}");
