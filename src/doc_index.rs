@@ -122,7 +122,8 @@ impl Found {
         let Some((from, to)) = best_window(&found) else {
             return lead_in(text);
         };
-        let mut out = String::with_capacity(to.min(text.len()) + 16);
+        // The window's text, the brackets and the ellipses.
+        let mut out = String::with_capacity(found[to - 1].1 - found[from].0 + 32);
         if from > 0 {
             out.push('…');
         }
