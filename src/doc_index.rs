@@ -306,7 +306,7 @@ impl DocIndex {
         match w {
             Some(w) => {
                 let done = w.wait_merging_threads();
-                release_free_memory();
+                crate::malloc::release_free_memory();
                 done
             }
             None => Ok(()),
@@ -373,24 +373,6 @@ impl DocIndex {
         self.reader.searcher().num_docs()
     }
 }
-
-/// Returns the allocator's free pages to the system (glibc's `malloc_trim`). The writer's
-/// threads allocate in glibc arenas of their own, and what they free stays there: after
-/// indexing 10,000 documents a server's anonymous memory stayed at 100–116 MB, against
-/// 13–17 MB after a trim (docs/performance.md, round thirty-six). Called when a writer
-/// closes, which is after indexing only, never on a request's path.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[allow(unsafe_code)]
-fn release_free_memory() {
-    // SAFETY: `malloc_trim` takes a byte count and works on the allocator's own free lists
-    // under the allocator's locks; it frees no block in use and returns a flag.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn release_free_memory() {}
 
 /// A condition that a field holds one of `values`, scoring 0.
 fn any_of(field: Field, values: &[String]) -> Box<dyn Query> {

@@ -20,6 +20,7 @@ pub mod knowledge;
 pub mod limits;
 pub mod llm;
 pub mod mail;
+pub mod malloc;
 pub mod net;
 pub mod outbox;
 pub mod prices;

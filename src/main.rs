@@ -92,6 +92,7 @@ fn sqlite_without_memory_statistics() {
 }
 
 fn main() -> ExitCode {
+    genied::malloc::keep_thresholds_fixed();
     sqlite_without_memory_statistics();
     let cli = Cli::parse();
     let (level, format) = (cli.log_level.clone(), cli.log_format);

@@ -22,7 +22,9 @@
 # run once no server uses CPU: a VM's speed drifts over the minutes a run takes (round
 # thirty's one-user ratios followed the order of the sizes, docs/performance.md), and in turn
 # the drift falls on both sides of a ratio. Also per size: idle RSS (once the server's CPU
-# time stopped growing after its start), peak RSS under 64 clients getting leads,
+# time stopped growing after its start), peak RSS of that start (on SQLite a first start
+# builds the documents' search index) and, apart from it, under the reads and then 64 clients
+# getting leads,
 # exec-to-ready (the first start after the seed, with the share of the binary the page cache
 # held before it, and the median of RESTARTS, default 5, starts after it, the sizes in turn),
 # `admin backup` time, database size. Then one client's lead creates, updates and deletes
@@ -94,7 +96,7 @@ start_genied() { # data-dir log-name url
 }
 
 # Each size's server, keyed by its tag (n<leads>.u<users>).
-declare -A LEADS_OF PID_OF URL_OF DIR_OF TOKEN_OF SETUP_OF SEARCH_OF COMMON_OF SEED_S READY_OF CACHED_OF IDLE_OF ANON_OF MINE_OF DEEP_OF CURSOR_OF
+declare -A LEADS_OF PID_OF URL_OF DIR_OF TOKEN_OF SETUP_OF SEARCH_OF COMMON_OF SEED_S READY_OF CACHED_OF IDLE_OF ANON_OF START_PEAK_OF MINE_OF DEEP_OF CURSOR_OF
 run() { # name tag body [loadgen args]: one round's run of a scenario against one size's server
   settle "${PID_OF[@]}"
   "$LOADGEN" --name "$1" --concurrency 1 --duration-secs "$DURATION" --warmup-secs "${WARM:-$WARMUP}" \
@@ -142,6 +144,11 @@ for users in $SCALE_USERS; do
     # The anonymous part is the server's own memory; the rest is mostly the executable's
     # pages, which count for more when the binary was just written (docs/performance.md).
     ANON_OF[$tag]=$(rss_kb "$PID" RssAnon)
+    # The start's own high-water mark (on SQLite a first start builds the documents' search
+    # index), then the kernel's mark reset (clear_refs 5) so the peak under load below is
+    # the load's alone.
+    START_PEAK_OF[$tag]=$(rss_kb "$PID" VmHWM)
+    echo 5 >"/proc/$PID/clear_refs"
     mine=$(wc -l <"$WORK/ids.$tag"); MINE_OF[$tag]=$mine
     deep=$(( mine / 4 / 8 / 50 * 50 )) # a status has a quarter of the leads; N/U/8 of them deep
     DEEP_OF[$tag]=$deep
@@ -245,7 +252,7 @@ print('\n'.join(g['id'] for g in json.load(sys.stdin)['data']['genies'] if g['id
   for t in "${TAGS[@]}"; do
     cat >"$OUT/footprint.$t.json" <<EOF
 {"leads": ${LEADS_OF[$t]}, "users": $users, "leads_of_user": ${MINE_OF[$t]}, "deep_offset": ${DEEP_OF[$t]}, "idle_rss_kb": ${IDLE_OF[$t]}, "idle_anon_kb": ${ANON_OF[$t]},
- "peak_rss_kb": ${PEAK_OF[$t]}, "ready_ms": ${READY_OF[$t]}, "binary_cached": ${CACHED_OF[$t]}, "ready_later_ms": [${LATER_OF[$t]}], "backup_s": ${BACKUP_OF[$t]},
+ "start_peak_rss_kb": ${START_PEAK_OF[$t]}, "peak_rss_kb": ${PEAK_OF[$t]}, "ready_ms": ${READY_OF[$t]}, "binary_cached": ${CACHED_OF[$t]}, "ready_later_ms": [${LATER_OF[$t]}], "backup_s": ${BACKUP_OF[$t]},
  "seed_s": ${SEED_S[$t]}, "db_bytes": $(stat -c %s "${DIR_OF[$t]}/genied.db")}
 EOF
   done
@@ -330,12 +337,14 @@ def anon(f):
 def cached(f):
     v = f.get("binary_cached")
     return "" if v is None else f" ({v:.0%} of the binary cached)"
-print("| leads | users | idle RSS | of it anonymous | peak RSS (64 clients) | exec to ready: first start after the seed | median of the starts after it | admin backup | database file (all tables) | seeding |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+def start_peak(f):
+    return f"{f['start_peak_rss_kb'] / 1024:.1f} MB" if "start_peak_rss_kb" in f else "–"
+print("| leads | users | idle RSS | of it anonymous | peak RSS: first start after the seed | under load (the reads, then 64 clients) | exec to ready: first start after the seed | median of the starts after it | admin backup | database file (all tables) | seeding |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for u in users:
     for n in sizes:
         f = json.load(open(os.path.join(out, f"footprint.n{n}.u{u}.json")))
-        print(f"| {int(n):,} | {u} | {f['idle_rss_kb'] / 1024:.1f} MB | {anon(f)} | {f['peak_rss_kb'] / 1024:.1f} MB | {f['ready_ms']:.0f} ms{cached(f)} | {later(f)} | "
+        print(f"| {int(n):,} | {u} | {f['idle_rss_kb'] / 1024:.1f} MB | {anon(f)} | {start_peak(f)} | {f['peak_rss_kb'] / 1024:.1f} MB | {f['ready_ms']:.0f} ms{cached(f)} | {later(f)} | "
               f"{backup(f)} | {f['db_bytes'] / 1e6:.0f} MB | {f['seed_s']} s |")
 print(f"\n{os.cpu_count()} CPUs, load average {load0} at start, {load1} at end; {dur} s per run; raw results in {out}")
 EOF
