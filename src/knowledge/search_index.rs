@@ -50,7 +50,9 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
     ix.set_ready();
     loop {
         let drained = drain(&app, &ix, &stop).await;
-        // Its memory back while there is nothing to index.
+        // `drain` closes the writer after each batch; it is still open after a failed step,
+        // or after a rebuild's empty commit (`check`) with nothing queued behind it. Its
+        // memory back while there is nothing to index.
         let closing = ix.clone();
         if let Err(e) = db::run_blocking(move || closing.close_writer().map_err(failed)).await {
             tracing::warn!(error = %e.message, "documents search index: closing the writer");
