@@ -96,6 +96,17 @@ pub enum Command {
         #[arg(long)]
         cpu_seconds: u64,
     },
+    /// Internal: rebuild the documents search index and index its queue (the service runs
+    /// this in a child process at a start; see `knowledge::index_build`).
+    #[command(name = "index-worker", hide = true)]
+    IndexWorker {
+        /// The SQLite database file.
+        #[arg(long)]
+        database: PathBuf,
+        /// The index's directory.
+        #[arg(long)]
+        index: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]

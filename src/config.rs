@@ -279,6 +279,13 @@ pub struct Config {
     #[arg(long, env = "GENIED_EXTRACT_EXE")]
     pub extract_exe: Option<PathBuf>,
 
+    /// The genied executable run to rebuild the documents search index at a start
+    /// (`<exe> index-worker`, SQLite only), so the build's memory is not the server's.
+    /// `serve` uses its own binary when unset; set it only when genied runs embedded in
+    /// another program.
+    #[arg(long, env = "GENIED_INDEX_EXE")]
+    pub index_exe: Option<PathBuf>,
+
     /// Voice-agent platform genies are provisioned in: `local` (embedded, no external
     /// service), `elevenlabs` (needs --elevenlabs-api-key), `vapi` (needs --vapi-api-key) or
     /// `retell` (needs --retell-api-key).

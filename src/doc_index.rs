@@ -379,6 +379,12 @@ impl DocIndex {
         Ok(Found { hits, stems })
     }
 
+    /// Makes searches see the newest commit, one made by another process (the build of
+    /// `knowledge::index_build`); this process's own commits reload it themselves.
+    pub fn reload(&self) -> tantivy::Result<()> {
+        self.reader.reload()
+    }
+
     /// How many chunks the index holds (the tests read it).
     pub fn chunks(&self) -> u64 {
         self.reader.searcher().num_docs()

@@ -108,6 +108,10 @@ fn main() -> ExitCode {
             if config.extract_exe.is_none() {
                 config.extract_exe = std::env::current_exe().ok();
             }
+            // And a rebuild of the documents search index runs in one.
+            if config.index_exe.is_none() {
+                config.index_exe = std::env::current_exe().ok();
+            }
             tokio::runtime::Runtime::new()
                 .map_err(anyhow::Error::from)
                 .and_then(|rt| {
@@ -134,6 +138,9 @@ fn main() -> ExitCode {
             memory_mb,
             cpu_seconds,
         } => genied::knowledge::extract::sandbox::child_main(&filename, memory_mb, cpu_seconds),
+        Command::IndexWorker { database, index } => {
+            genied::knowledge::index_build::child_main(&database, &index)
+        }
         Command::Admin(cmd) => cli::admin(
             &cli.data_dir,
             cli.create_data_dir,

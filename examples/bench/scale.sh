@@ -21,10 +21,10 @@
 # seconds apart, in SCALE_LEADS's order in odd rounds and the other way in even ones, each
 # run once no server uses CPU: a VM's speed drifts over the minutes a run takes (round
 # thirty's one-user ratios followed the order of the sizes, docs/performance.md), and in turn
-# the drift falls on both sides of a ratio. Also per size: idle RSS (once the server's CPU
-# time stopped growing after its start), peak RSS of that start (on SQLite a first start
-# builds the documents' search index) and, apart from it, under the reads and then 64 clients
-# getting leads,
+# the drift falls on both sides of a ratio. Also per size: idle RSS (once the server has no
+# child and its CPU time stopped growing after its start), peak RSS of that start and, on
+# SQLite, of the process that built the documents' search index in it (from the server's
+# log), and apart from them, under the reads and then 64 clients getting leads,
 # exec-to-ready (the first start after the seed, with the share of the binary the page cache
 # held before it, and the median of RESTARTS, default 5, starts after it, the sizes in turn),
 # `admin backup` time, database size. Then one client's lead creates, updates and deletes
@@ -68,15 +68,21 @@ cached_share() { # file: the share of it in the page cache (util-linux's fincore
   cached=$(fincore --bytes --noheadings --output RES "$1" 2>/dev/null) || { echo null; return; }
   python3 -c "import sys; print(round(int(sys.argv[1]) / int(sys.argv[2]), 3))" "$cached" "$(stat -c %s "$1")"
 }
-wait_idle() { # pid: until the server's CPU time stops growing (start-up work done), at most 120 s
+wait_idle() { # pid: until the server has no child (a first start builds the documents index in
+  # one) and its CPU time stops growing (start-up work done), at most 120 s
   local last now
   last=$(cpu_ticks "$1")
   for _ in $(seq 120); do
     sleep 1
     now=$(cpu_ticks "$1")
-    (( now - last <= 1 )) && return 0
+    [[ -z "$(pgrep -P "$1")" ]] && (( now - last <= 1 )) && return 0
     last=$now
   done
+}
+build_peak_kb() { # log: the index build process's peak RSS from the server's log line, or null
+  local kb
+  kb=$(grep -o 'built in a process of its own.*peak_rss_kb=[0-9]*' "$1" | grep -o '[0-9]*$' | tail -1)
+  echo "${kb:-null}"
 }
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
@@ -96,7 +102,7 @@ start_genied() { # data-dir log-name url
 }
 
 # Each size's server, keyed by its tag (n<leads>.u<users>).
-declare -A LEADS_OF PID_OF URL_OF DIR_OF TOKEN_OF SETUP_OF SEARCH_OF COMMON_OF SEED_S READY_OF CACHED_OF IDLE_OF ANON_OF START_PEAK_OF MINE_OF DEEP_OF CURSOR_OF
+declare -A LEADS_OF PID_OF URL_OF DIR_OF TOKEN_OF SETUP_OF SEARCH_OF COMMON_OF SEED_S READY_OF CACHED_OF IDLE_OF ANON_OF START_PEAK_OF BUILD_PEAK_OF MINE_OF DEEP_OF CURSOR_OF
 run() { # name tag body [loadgen args]: one round's run of a scenario against one size's server
   settle "${PID_OF[@]}"
   "$LOADGEN" --name "$1" --concurrency 1 --duration-secs "$DURATION" --warmup-secs "${WARM:-$WARMUP}" \
@@ -149,6 +155,8 @@ for users in $SCALE_USERS; do
     # the load's alone.
     START_PEAK_OF[$tag]=$(rss_kb "$PID" VmHWM)
     echo 5 >"/proc/$PID/clear_refs"
+    # The index's build runs in a process of its own, which says its peak when done.
+    BUILD_PEAK_OF[$tag]=$(build_peak_kb "$WORK/genied-$tag.log")
     mine=$(wc -l <"$WORK/ids.$tag"); MINE_OF[$tag]=$mine
     deep=$(( mine / 4 / 8 / 50 * 50 )) # a status has a quarter of the leads; N/U/8 of them deep
     DEEP_OF[$tag]=$deep
@@ -252,7 +260,7 @@ print('\n'.join(g['id'] for g in json.load(sys.stdin)['data']['genies'] if g['id
   for t in "${TAGS[@]}"; do
     cat >"$OUT/footprint.$t.json" <<EOF
 {"leads": ${LEADS_OF[$t]}, "users": $users, "leads_of_user": ${MINE_OF[$t]}, "deep_offset": ${DEEP_OF[$t]}, "idle_rss_kb": ${IDLE_OF[$t]}, "idle_anon_kb": ${ANON_OF[$t]},
- "start_peak_rss_kb": ${START_PEAK_OF[$t]}, "peak_rss_kb": ${PEAK_OF[$t]}, "ready_ms": ${READY_OF[$t]}, "binary_cached": ${CACHED_OF[$t]}, "ready_later_ms": [${LATER_OF[$t]}], "backup_s": ${BACKUP_OF[$t]},
+ "start_peak_rss_kb": ${START_PEAK_OF[$t]}, "build_peak_rss_kb": ${BUILD_PEAK_OF[$t]}, "peak_rss_kb": ${PEAK_OF[$t]}, "ready_ms": ${READY_OF[$t]}, "binary_cached": ${CACHED_OF[$t]}, "ready_later_ms": [${LATER_OF[$t]}], "backup_s": ${BACKUP_OF[$t]},
  "seed_s": ${SEED_S[$t]}, "db_bytes": $(stat -c %s "${DIR_OF[$t]}/genied.db")}
 EOF
   done
@@ -338,8 +346,11 @@ def cached(f):
     v = f.get("binary_cached")
     return "" if v is None else f" ({v:.0%} of the binary cached)"
 def start_peak(f):
-    return f"{f['start_peak_rss_kb'] / 1024:.1f} MB" if "start_peak_rss_kb" in f else "–"
-print("| leads | users | idle RSS | of it anonymous | peak RSS: first start after the seed | under load (the reads, then 64 clients) | exec to ready: first start after the seed | median of the starts after it | admin backup | database file (all tables) | seeding |")
+    if "start_peak_rss_kb" not in f:
+        return "–"
+    build = f.get("build_peak_rss_kb")
+    return f"{f['start_peak_rss_kb'] / 1024:.1f} MB" + (f"<br>index build: {build / 1024:.1f} MB" if build else "")
+print("| leads | users | idle RSS | of it anonymous | peak RSS: first start after the seed (the server; the index build's process) | under load (the reads, then 64 clients) | exec to ready: first start after the seed | median of the starts after it | admin backup | database file (all tables) | seeding |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for u in users:
     for n in sizes:

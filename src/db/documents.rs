@@ -705,6 +705,16 @@ pub fn search_queue_state(c: &Connection) -> rusqlite::Result<(i64, Option<i64>)
     Ok((given.unwrap_or(0), first))
 }
 
+/// Whether any document may be searched: a rebuild of the documents' search index with
+/// none has nothing to index (a new data directory).
+pub fn any_searchable(c: &Connection) -> rusqlite::Result<bool> {
+    c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM documents WHERE status = 'completed' AND is_active = 1)",
+        [],
+        |r| r.get(0),
+    )
+}
+
 /// Queues every document that may be searched, for an index made again; returns the
 /// highest row number given before them, which the emptied index then covers.
 pub fn search_queue_all(c: &Connection) -> rusqlite::Result<i64> {

@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod crawl;
 pub mod extract;
+pub mod index_build;
 pub mod pipeline;
 pub mod search_index;
 pub mod store;

@@ -6,13 +6,17 @@
 //! Searches read the index only once it was checked and while nothing is queued
 //! (`db::documents::search`), so how far behind this runs changes which engine answers, and
 //! how fast, never what a search may find.
+//!
+//! A rebuild with documents to index runs in a process of its own when `serve` has an
+//! executable for it (`index_build`): what indexing leaves in the allocator's arenas then
+//! leaves with that process, not with the server.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::db::{self, documents as repo};
+use crate::db::{self, Db, documents as repo};
 use crate::doc_index::DocIndex;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -36,7 +40,7 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
         return;
     };
     loop {
-        match check(&app, &ix).await {
+        match start(&app, &ix).await {
             Ok(()) => break,
             Err(e) => {
                 tracing::warn!(error = %e.message, "documents search index: could not check it against the database")
@@ -49,9 +53,9 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
     }
     ix.set_ready();
     loop {
-        let drained = drain(&app, &ix, &stop).await;
+        let drained = drain(&app.db, &ix, &stop).await;
         // `drain` closes the writer after each batch; it is still open after a failed step,
-        // or after a rebuild's empty commit (`check`) with nothing queued behind it. Its
+        // or after a rebuild's empty commit (`rebuild`) with nothing queued behind it. Its
         // memory back while there is nothing to index.
         let closing = ix.clone();
         if let Err(e) = db::run_blocking(move || closing.close_writer().map_err(failed)).await {
@@ -61,7 +65,7 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
             return;
         }
         // After a failure (logged), not four times a second: FTS5 answers meanwhile.
-        let pause = if drained { POLL } else { RETRY };
+        let pause = if drained.is_some() { POLL } else { RETRY };
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
             _ = stop.changed() => {}
@@ -69,51 +73,101 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// Makes the index whole again when it does not cover the queue exactly: its last commit
-/// must cover every row before the first still queued (or every row given, when none is),
-/// and no row the database never gave (an index newer than a restored database).
-async fn check(app: &AppState, ix: &Arc<DocIndex>) -> ApiResult<()> {
-    let reading = ix.clone();
-    let through = db::run_blocking(move || reading.through().map_err(failed)).await?;
-    let (given, first) = app.db.read(|c| Ok(repo::search_queue_state(c)?)).await?;
-    let covered = first.map_or(given, |f| f - 1);
-    if through.is_some_and(|t| t >= covered && t <= given) {
+/// Makes the index whole at a start (`rebuild`) when it does not cover the queue exactly.
+/// With documents to index and an executable for it, the build runs in a child process; if
+/// that fails, here.
+async fn start(app: &AppState, ix: &Arc<DocIndex>) -> ApiResult<()> {
+    if in_step(&app.db, ix).await? {
         return Ok(());
     }
+    if let Some(exe) = &app.config.index_exe
+        && app.db.read(|c| Ok(repo::any_searchable(c)?)).await?
+    {
+        let config = &app.config;
+        let started = std::time::Instant::now();
+        match super::index_build::in_child(exe, &config.db_path(), &config.doc_index_dir()).await {
+            Ok(built) => {
+                tracing::info!(
+                    documents = built.documents,
+                    chunks = built.chunks,
+                    peak_rss_kb = built.peak_rss_kb,
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "documents search index: built in a process of its own"
+                );
+                let reloading = ix.clone();
+                db::run_blocking(move || reloading.reload().map_err(failed)).await?;
+                // Documents changed since the child's last batch are still queued: `run`
+                // drains them here.
+                if in_step(&app.db, ix).await? {
+                    return Ok(());
+                }
+                tracing::warn!(
+                    "documents search index: still behind after its build; building it here"
+                );
+            }
+            Err(e) => tracing::warn!(
+                error = %e,
+                "documents search index: the build process failed; building it here"
+            ),
+        }
+    }
+    rebuild(&app.db, ix).await
+}
+
+/// Whether the index covers the queue exactly: its last commit covers every row before the
+/// first still queued (or every row given, when none is), and no row the database never gave
+/// (an index newer than a restored database).
+async fn in_step(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<bool> {
+    let reading = ix.clone();
+    let through = db::run_blocking(move || reading.through().map_err(failed)).await?;
+    let (given, first) = db.read(|c| Ok(repo::search_queue_state(c)?)).await?;
+    let covered = first.map_or(given, |f| f - 1);
+    Ok(through.is_some_and(|t| t >= covered && t <= given))
+}
+
+/// Empties the index, covering the queue so far, and queues every document that may be
+/// searched again for `drain`.
+async fn rebuild(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<()> {
     tracing::info!(
-        index_through = ?through,
-        queue_given = given,
         dir = %ix.dir().display(),
         "documents search index: building it from the database"
     );
-    let before = app
-        .db
-        .write_in_turn(|c| Ok(repo::search_queue_all(c)?))
-        .await?;
+    let before = db.write_in_turn(|c| Ok(repo::search_queue_all(c)?)).await?;
     let building = ix.clone();
     db::run_blocking(move || building.apply(&[], before, true).map_err(failed)).await?;
     // The rows before the documents just queued: each is for a document queued again above,
     // or one the emptied index rightly leaves out.
-    app.db
-        .write_in_turn(move |c| Ok(repo::search_queue_done(c, before)?))
+    db.write_in_turn(move |c| Ok(repo::search_queue_done(c, before)?))
         .await?;
     Ok(())
 }
 
-/// Indexes queued changes batch by batch until none is left or `stop`; false when a step
-/// failed (logged).
-async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>) -> bool {
+/// What the build process does (`index_build::child_main`): the index made whole (rebuilt
+/// if it is not in step) and the queue drained; the documents indexed.
+pub(super) async fn build(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<usize> {
+    if !in_step(db, ix).await? {
+        rebuild(db, ix).await?;
+    }
+    let (_, never) = watch::channel(false);
+    drain(db, ix, &never)
+        .await
+        .ok_or_else(|| ApiError::internal("documents search index: a batch failed (logged)"))
+}
+
+/// Indexes queued changes batch by batch until none is left or `stop`; the documents
+/// indexed, `None` when a step failed (logged).
+async fn drain(db: &Db, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>) -> Option<usize> {
+    let mut indexed = 0;
     while !*stop.borrow() {
-        let next = app
-            .db
+        let next = db
             .read_snapshot(|c| Ok(repo::search_queue_next(c, BATCH)?))
             .await;
         let (through, docs) = match next {
             Ok(Some(next)) => next,
-            Ok(None) => return true,
+            Ok(None) => return Some(indexed),
             Err(e) => {
                 tracing::warn!(error = %e.message, "documents search index: could not read the queue");
-                return false;
+                return None;
             }
         };
         let started = std::time::Instant::now();
@@ -123,8 +177,9 @@ async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>)
             db::run_blocking(move || applying.apply(&docs, through, false).map_err(failed)).await;
         if let Err(e) = applied {
             tracing::warn!(error = %e.message, "documents search index: could not index");
-            return false;
+            return None;
         }
+        indexed += documents;
         tracing::debug!(
             documents,
             through,
@@ -137,22 +192,21 @@ async fn drain(app: &AppState, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>)
         let closing = ix.clone();
         if let Err(e) = db::run_blocking(move || closing.close_writer().map_err(failed)).await {
             tracing::warn!(error = %e.message, "documents search index: closing the writer");
-            return false;
+            return None;
         }
         // In turn: a background loop's write never shares a request's commit.
-        let done = app
-            .db
+        let done = db
             .write_in_turn(move |c| Ok(repo::search_queue_done(c, through)?))
             .await;
         if let Err(e) = done {
             // Indexed again next time: a document re-indexed is the same.
             tracing::warn!(error = %e.message, "documents search index: could not drop the indexed rows");
-            return false;
+            return None;
         }
     }
-    true
+    Some(indexed)
 }
 
-fn failed(e: tantivy::TantivyError) -> ApiError {
+pub(super) fn failed(e: tantivy::TantivyError) -> ApiError {
     ApiError::internal(format!("documents search index: {e}"))
 }

@@ -1420,6 +1420,17 @@ async fn the_search_index_is_rebuilt_when_missing_or_newer_than_its_database() {
     search_index_caught_up(&app).await;
     assert!(dir.join("meta.json").is_file());
     assert_eq!(app.state.doc_index.clone().unwrap().chunks(), 1);
+    assert_eq!(found(&app, &alice, "kayak").await, vec![first.clone()]);
+
+    // Removed again, and the build process fails: the server builds the index itself.
+    let mut app = app;
+    app.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+    let app = app
+        .restart_with(|c| c.index_exe = Some("/bin/false".into()))
+        .await;
+    search_index_caught_up(&app).await;
+    assert_eq!(app.state.doc_index.clone().unwrap().chunks(), 1);
     assert_eq!(found(&app, &alice, "kayak").await, vec![first]);
 }
 

@@ -392,3 +392,159 @@ async fn a_clean_stop_leaves_no_wal_for_the_next_start_to_read() {
     assert_eq!(found, leads);
     stop(&mut p);
 }
+
+/// Documents left for a first start's index build: enough that the build process is still
+/// at work for a second or more after it is seen, far longer than the test takes to kill
+/// the server once it sees it.
+const DOCUMENTS: usize = 4_000;
+
+#[tokio::test]
+async fn the_index_build_runs_in_a_child_that_ends_with_the_server() {
+    if postgres::skip("the documents search index is SQLite's") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let t = Target::new(&data);
+    let email = "library@example.test";
+    t.cli(&[
+        "admin",
+        "create-user",
+        "--create-data-dir",
+        "--email",
+        email,
+    ]);
+    let token = t.cli(&["admin", "issue-token", "--email", email]);
+    // Stored as the pipeline leaves a completed text document, while nothing serves: the
+    // first start finds them all queued and no index.
+    let words = [
+        "river", "stone", "lantern", "harbor", "meadow", "copper", "signal", "orchard",
+    ];
+    let ids = t.with_db(move |db| {
+        db.write_blocking(|c| {
+            let user = db::users::by_email(c, email)?.expect("the user").id;
+            let mut ids = Vec::new();
+            for k in 0..DOCUMENTS {
+                let chunks: Vec<String> = (0..3)
+                    .map(|j| {
+                        let mut text = format!("volume{k:04} part {j}:");
+                        for w in 0..120 {
+                            text.push(' ');
+                            text.push_str(words[(k * 7 + j * 3 + w * w) % words.len()]);
+                        }
+                        text
+                    })
+                    .collect();
+                let id = db::documents::insert(
+                    c,
+                    &db::documents::NewDocument {
+                        user_id: &user,
+                        name: &format!("Volume {k}"),
+                        doc_type: "text",
+                        status: "completed",
+                        folder_id: None,
+                        is_public: false,
+                        size_bytes: 0,
+                        source_url: None,
+                        original_hash: None,
+                        filename: None,
+                        options: &json!({}),
+                    },
+                )?;
+                db::documents::replace_chunks(c, &id, &chunks)?;
+                ids.push(id);
+            }
+            Ok(ids)
+        })
+        .unwrap()
+    });
+    let serve = |port: u16| {
+        Proc::spawn(
+            Command::new(env!("CARGO_BIN_EXE_genied"))
+                .arg("--data-dir")
+                .arg(&data)
+                .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+                .args(["--rate-limit-per-minute", "0"])
+                .env("GENIED_LOG_LEVEL", "info")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        )
+    };
+    let builders = || process::marked(&format!("{}-search", data.join("genied.db").display()));
+
+    // Killed while the build process works: that process notices and exits by itself (the
+    // test signals the server alone, and leaves it unreaped so its group is not killed).
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut p = serve(port);
+    let first_log = p.drain_stdout();
+    wait_ready(&mut p, &base).await;
+    let end = Instant::now() + DEADLINE;
+    let child = loop {
+        if let [pid] = builders()[..] {
+            break pid;
+        }
+        assert!(
+            Instant::now() < end,
+            "no build process was started for {DOCUMENTS} documents"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(process::descendants(p.id() as i32), vec![child]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(p.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let end = Instant::now() + DEADLINE;
+    while process::is_running(child) {
+        assert!(
+            Instant::now() < end,
+            "the build process {child} outlived its server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    p.wait(DEADLINE);
+    let left = t.count("SELECT COUNT(*) FROM document_search_queue");
+    assert!(
+        left > 0,
+        "the build process finished its work after its server was killed, not at once:\n{}",
+        first_log.text()
+    );
+
+    // The next start builds the index again in a child, and says so.
+    let mut p = serve(port);
+    let log = p.drain_stdout();
+    wait_ready(&mut p, &base).await;
+    let built = format!("documents={DOCUMENTS} chunks={}", 3 * DOCUMENTS);
+    let end = Instant::now() + 3 * DEADLINE;
+    while !log.text().contains("built in a process of its own") {
+        assert!(
+            Instant::now() < end,
+            "the build was not reported:\n{}",
+            log.text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = log.text();
+    assert!(text.contains(&built), "{built} not in:\n{text}");
+    assert!(!text.contains("building it here"), "{text}");
+    assert_eq!(builders(), Vec::<i32>::new());
+    assert_eq!(t.count("SELECT COUNT(*) FROM document_search_queue"), 0);
+    let k = DOCUMENTS - 1;
+    let data = envelope(
+        &base,
+        &token,
+        json!({"resource": "knowledge-base", "action": "search",
+               "data": {"query": format!("volume{k:04}")}}),
+    )
+    .await;
+    let found: Vec<&str> = data["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["document_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, vec![ids[k].as_str(); 3], "{data}");
+    stop(&mut p);
+}

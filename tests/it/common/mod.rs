@@ -118,6 +118,8 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     // The service runs in this test process; uploaded files are read by the real genied
     // binary in a child process, as under `genied serve`.
     c.extract_exe = Some(env!("CARGO_BIN_EXE_genied").into());
+    // And a rebuild of the documents search index at a start, too.
+    c.index_exe = Some(env!("CARGO_BIN_EXE_genied").into());
     // The second run of the document tests keeps document files in a real S3-compatible
     // server (see `s3`).
     if s3::enabled() {
