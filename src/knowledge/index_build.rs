@@ -81,8 +81,8 @@ pub fn child_main(database: &Path, index: &Path) -> anyhow::Result<()> {
         use std::io::Read;
         let mut stdin = std::io::stdin();
         let mut byte = [0u8; 1];
-        // Only the end of the pipe (or an error) returns 0 bytes or fails: the server wrote
-        // nothing, so anything else is not the server's child speaking.
+        // A read returns at the pipe's end (0 bytes) or on an error; a byte, which the
+        // server never writes, is passed over.
         while matches!(stdin.read(&mut byte), Ok(1)) {}
         // Nothing printed: the server read the other end of stderr too (a write there
         // would fail, and `eprintln!` panic this thread instead of ending the process).

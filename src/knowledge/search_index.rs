@@ -40,7 +40,13 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
         return;
     };
     loop {
-        match start(&app, &ix).await {
+        // A stop does not wait for a build: dropped, its child is killed, and the index and
+        // the queue stay as they were after the last batch, for the next start.
+        let started = tokio::select! {
+            started = start(&app, &ix) => started,
+            _ = stop.changed() => return,
+        };
+        match started {
             Ok(()) => break,
             Err(e) => {
                 tracing::warn!(error = %e.message, "documents search index: could not check it against the database")
@@ -74,14 +80,18 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
 }
 
 /// Makes the index whole at a start (`rebuild`) when it does not cover the queue exactly.
-/// With documents to index and an executable for it, the build runs in a child process; if
-/// that fails, here.
+/// The build, or a backlog of more than a batch (a build a stop or a crash cut short, an
+/// import), runs in a child process when there is an executable for it and something to
+/// index; whatever that leaves (it failed, or documents changed meanwhile), the server does.
 async fn start(app: &AppState, ix: &Arc<DocIndex>) -> ApiResult<()> {
-    if in_step(&app.db, ix).await? {
+    let step = in_step(&app.db, ix).await?;
+    if step.whole && step.backlog <= BATCH {
         return Ok(());
     }
+    // A rebuild with no document to index is one empty commit.
+    let worth_a_child = step.whole || app.db.read(|c| Ok(repo::any_searchable(c)?)).await?;
     if let Some(exe) = &app.config.index_exe
-        && app.db.read(|c| Ok(repo::any_searchable(c)?)).await?
+        && worth_a_child
     {
         let config = &app.config;
         let started = std::time::Instant::now();
@@ -96,33 +106,39 @@ async fn start(app: &AppState, ix: &Arc<DocIndex>) -> ApiResult<()> {
                 );
                 let reloading = ix.clone();
                 db::run_blocking(move || reloading.reload().map_err(failed)).await?;
-                // Documents changed since the child's last batch are still queued: `run`
-                // drains them here.
-                if in_step(&app.db, ix).await? {
-                    return Ok(());
-                }
-                tracing::warn!(
-                    "documents search index: still behind after its build; building it here"
-                );
             }
             Err(e) => tracing::warn!(
                 error = %e,
-                "documents search index: the build process failed; building it here"
+                "documents search index: the build process failed; indexing here"
             ),
         }
+    }
+    // What is queued behind a whole index is `run`'s to drain.
+    if in_step(&app.db, ix).await?.whole {
+        return Ok(());
     }
     rebuild(&app.db, ix).await
 }
 
-/// Whether the index covers the queue exactly: its last commit covers every row before the
-/// first still queued (or every row given, when none is), and no row the database never gave
-/// (an index newer than a restored database).
-async fn in_step(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<bool> {
+/// How the index stands against the queue.
+struct Step {
+    /// Its last commit covers every row before the first still queued (or every row given,
+    /// when none is), and no row the database never gave (an index newer than a restored
+    /// database).
+    whole: bool,
+    /// Queue rows after the first still queued, at most (rows can be missing in between).
+    backlog: i64,
+}
+
+async fn in_step(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<Step> {
     let reading = ix.clone();
     let through = db::run_blocking(move || reading.through().map_err(failed)).await?;
     let (given, first) = db.read(|c| Ok(repo::search_queue_state(c)?)).await?;
     let covered = first.map_or(given, |f| f - 1);
-    Ok(through.is_some_and(|t| t >= covered && t <= given))
+    Ok(Step {
+        whole: through.is_some_and(|t| t >= covered && t <= given),
+        backlog: first.map_or(0, |f| given - f + 1),
+    })
 }
 
 /// Empties the index, covering the queue so far, and queues every document that may be
@@ -145,7 +161,7 @@ async fn rebuild(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<()> {
 /// What the build process does (`index_build::child_main`): the index made whole (rebuilt
 /// if it is not in step) and the queue drained; the documents indexed.
 pub(super) async fn build(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<usize> {
-    if !in_step(db, ix).await? {
+    if !in_step(db, ix).await?.whole {
         rebuild(db, ix).await?;
     }
     let (_, never) = watch::channel(false);
