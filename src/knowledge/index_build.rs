@@ -1,7 +1,7 @@
-//! A rebuild of the documents' search index in a process of its own: the genied binary
-//! re-executed as `genied index-worker` (a hidden subcommand), which rebuilds the index from
-//! the database, indexes the queue until it is empty, prints what it did as one JSON object
-//! and exits.
+//! A start's build of the documents' search index in a process of its own: the genied
+//! binary re-executed as `genied index-worker` (a hidden subcommand), which rebuilds the
+//! index from the database if it is not whole, indexes the queue until it is empty, prints
+//! what it did as one JSON object and exits.
 //!
 //! Why a process: what tantivy's writer and SQLite's page caches leave behind after a build
 //! is freed memory between live blocks in glibc's arenas, which no trim gives back. At

@@ -7,9 +7,10 @@
 //! (`db::documents::search`), so how far behind this runs changes which engine answers, and
 //! how fast, never what a search may find.
 //!
-//! A rebuild with documents to index runs in a process of its own when `serve` has an
-//! executable for it (`index_build`): what indexing leaves in the allocator's arenas then
-//! leaves with that process, not with the server.
+//! A start's rebuild with documents to index, or a backlog of more than a batch it finds,
+//! runs in a process of its own when `serve` has an executable for it (`index_build`): what
+//! indexing leaves in the allocator's arenas then leaves with that process, not with the
+//! server.
 
 use std::sync::Arc;
 use std::time::Duration;
