@@ -139,7 +139,7 @@ fn main() -> ExitCode {
             cpu_seconds,
         } => genied::knowledge::extract::sandbox::child_main(&filename, memory_mb, cpu_seconds),
         Command::IndexWorker { database, index } => {
-            genied::knowledge::index_build::child_main(&database, &index)
+            genied::knowledge::search_index::child_main(&database, &index)
         }
         Command::Admin(cmd) => cli::admin(
             &cli.data_dir,

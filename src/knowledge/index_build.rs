@@ -1,7 +1,8 @@
-//! A start's build of the documents' search index in a process of its own: the genied
-//! binary re-executed as `genied index-worker` (a hidden subcommand), which rebuilds the
-//! index from the database if it is not whole, indexes the queue until it is empty, prints
-//! what it did as one JSON object and exits.
+//! The process around a start's build of the documents' search index: the genied binary
+//! re-executed as `genied index-worker` (a hidden subcommand), which rebuilds the index from
+//! the database if it is not whole, indexes the queue until it is empty
+//! (`search_index::child_main`), prints what it did as one JSON object and exits. Here: how
+//! the server runs it, and how the child ends with its server and reports.
 //!
 //! Why a process: what tantivy's writer and SQLite's page caches leave behind after a build
 //! is freed memory between live blocks in glibc's arenas, which no trim gives back. At
@@ -17,12 +18,8 @@
 //! their own process.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-
-use crate::db::Db;
-use crate::doc_index::DocIndex;
 
 /// The hidden subcommand the child runs.
 pub const SUBCOMMAND: &str = "index-worker";
@@ -75,8 +72,9 @@ pub async fn in_child(exe: &Path, database: &Path, index: &Path) -> Result<Built
     serde_json::from_slice(&out.stdout).map_err(|e| format!("its output: {e}"))
 }
 
-/// The child's side: `genied index-worker --database D --index I`.
-pub fn child_main(database: &Path, index: &Path) -> anyhow::Result<()> {
+/// The child's first step (`search_index::child_main`): ends the process when the server
+/// is gone, which the end of its stdin says.
+pub fn exit_with_the_server() {
     std::thread::spawn(|| {
         use std::io::Read;
         let mut stdin = std::io::stdin();
@@ -88,17 +86,13 @@ pub fn child_main(database: &Path, index: &Path) -> anyhow::Result<()> {
         // would fail, and `eprintln!` panic this thread instead of ending the process).
         std::process::exit(2);
     });
-    let db = Db::open_with(database, Some(1))?;
-    let ix = Arc::new(DocIndex::open(index)?);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let documents = runtime
-        .block_on(super::search_index::build(&db, &ix))
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+}
+
+/// The child's last step: what it did, as the one line of its stdout.
+pub fn report(documents: usize, chunks: u64) -> anyhow::Result<()> {
     let built = Built {
         documents,
-        chunks: ix.chunks(),
+        chunks,
         peak_rss_kb: peak_rss_kb(),
     };
     println!("{}", serde_json::to_string(&built)?);

@@ -12,11 +12,13 @@
 //! indexing leaves in the allocator's arenas then leaves with that process, not with the
 //! server.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::index_build;
 use crate::db::{self, Db, documents as repo};
 use crate::doc_index::DocIndex;
 use crate::error::{ApiError, ApiResult};
@@ -96,7 +98,7 @@ async fn start(app: &AppState, ix: &Arc<DocIndex>) -> ApiResult<()> {
     {
         let config = &app.config;
         let started = std::time::Instant::now();
-        match super::index_build::in_child(exe, &config.db_path(), &config.doc_index_dir()).await {
+        match index_build::in_child(exe, &config.db_path(), &config.doc_index_dir()).await {
             Ok(built) => {
                 tracing::info!(
                     documents = built.documents,
@@ -159,9 +161,23 @@ async fn rebuild(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<()> {
     Ok(())
 }
 
-/// What the build process does (`index_build::child_main`): the index made whole (rebuilt
-/// if it is not in step) and the queue drained; the documents indexed.
-pub(super) async fn build(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<usize> {
+/// The build process: `genied index-worker --database D --index I` (`index_build`).
+pub fn child_main(database: &Path, index: &Path) -> anyhow::Result<()> {
+    index_build::exit_with_the_server();
+    let db = Db::open_with(database, Some(1))?;
+    let ix = Arc::new(DocIndex::open(index)?);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let documents = runtime
+        .block_on(build(&db, &ix))
+        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    index_build::report(documents, ix.chunks())
+}
+
+/// What the build process does: the index made whole (rebuilt if it is not in step) and
+/// the queue drained; the documents indexed.
+async fn build(db: &Db, ix: &Arc<DocIndex>) -> ApiResult<usize> {
     if !in_step(db, ix).await?.whole {
         rebuild(db, ix).await?;
     }
@@ -224,6 +240,6 @@ async fn drain(db: &Db, ix: &Arc<DocIndex>, stop: &watch::Receiver<bool>) -> Opt
     Some(indexed)
 }
 
-pub(super) fn failed(e: tantivy::TantivyError) -> ApiError {
+fn failed(e: tantivy::TantivyError) -> ApiError {
     ApiError::internal(format!("documents search index: {e}"))
 }
