@@ -1,8 +1,9 @@
-//! The process around a start's build of the documents' search index: the genied binary
-//! re-executed as `genied index-worker` (a hidden subcommand), which rebuilds the index from
-//! the database if it is not whole, indexes the queue until it is empty
-//! (`search_index::child_main`), prints what it did as one JSON object and exits. Here: how
-//! the server runs it, and how the child ends with its server and reports.
+//! The process around a build of the documents' search index (a start's, or a backlog's of
+//! more than a batch): the genied binary re-executed as `genied index-worker` (a hidden
+//! subcommand), which rebuilds the index from the database if it is not whole, indexes the
+//! queue until it is empty (`search_index::child_main`), prints what it did as one JSON
+//! object and exits. Here: how the server runs it, and how the child ends with its server
+//! and reports.
 //!
 //! Why a process: what tantivy's writer and SQLite's page caches leave behind after a build
 //! is freed memory between live blocks in glibc's arenas, which no trim gives back. At

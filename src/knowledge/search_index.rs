@@ -7,10 +7,10 @@
 //! (`db::documents::search`), so how far behind this runs changes which engine answers, and
 //! how fast, never what a search may find.
 //!
-//! A start's rebuild with documents to index, or a backlog of more than a batch it finds,
-//! runs in a process of its own when `serve` has an executable for it (`index_build`): what
-//! indexing leaves in the allocator's arenas then leaves with that process, not with the
-//! server.
+//! A start's rebuild with documents to index, or a backlog of more than a batch (found at a
+//! start or built up since), runs in a process of its own when `serve` has an executable for
+//! it (`index_build`): what indexing leaves in the allocator's arenas then leaves with that
+//! process, not with the server.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -62,6 +62,17 @@ pub async fn run(app: AppState, mut stop: watch::Receiver<bool>) {
     }
     ix.set_ready();
     loop {
+        // A backlog of more than a batch that built up since (an import of thousands of
+        // documents) goes to a child as a start's does; what it leaves, `drain` takes.
+        if app.config.index_exe.is_some() && backlog(&app.db).await > BATCH {
+            let handed = tokio::select! {
+                handed = start(&app, &ix) => handed,
+                _ = stop.changed() => return,
+            };
+            if let Err(e) = handed {
+                tracing::warn!(error = %e.message, "documents search index: could not hand the backlog over");
+            }
+        }
         let drained = drain(&app.db, &ix, &stop).await;
         // `drain` closes the writer after each batch; it is still open after a failed step,
         // or after a rebuild's empty commit (`rebuild`) with nothing queued behind it. Its
@@ -121,6 +132,15 @@ async fn start(app: &AppState, ix: &Arc<DocIndex>) -> ApiResult<()> {
         return Ok(());
     }
     rebuild(&app.db, ix).await
+}
+
+/// Queue rows after the first still queued, at most; 0 when the queue cannot be read (the
+/// indexer's own read says why).
+async fn backlog(db: &Db) -> i64 {
+    match db.read(|c| Ok(repo::search_queue_state(c)?)).await {
+        Ok((given, first)) => first.map_or(0, |f| given - f + 1),
+        Err(_) => 0,
+    }
 }
 
 /// How the index stands against the queue.

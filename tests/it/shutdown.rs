@@ -393,38 +393,17 @@ async fn a_clean_stop_leaves_no_wal_for_the_next_start_to_read() {
     stop(&mut p);
 }
 
-/// Documents left for a first start's index build: enough that the build process is still
-/// at work for a second or more after it is seen, far longer than the test takes to kill
-/// the server once it sees it.
-const DOCUMENTS: usize = 4_000;
-
-#[tokio::test]
-async fn the_index_build_runs_in_a_child_that_ends_with_the_server() {
-    if postgres::skip("the documents search index is SQLite's") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let t = Target::new(&data);
-    let email = "library@example.test";
-    t.cli(&[
-        "admin",
-        "create-user",
-        "--create-data-dir",
-        "--email",
-        email,
-    ]);
-    let token = t.cli(&["admin", "issue-token", "--email", email]);
-    // Stored as the pipeline leaves a completed text document, while nothing serves: the
-    // first start finds them all queued and no index.
+/// Stores documents `from..to` of `email` through the db layer, as the pipeline leaves a
+/// completed text document: three chunks each, the first words `volume<k>`.
+fn seed_documents(t: &Target, email: &'static str, from: usize, to: usize) -> Vec<String> {
     let words = [
         "river", "stone", "lantern", "harbor", "meadow", "copper", "signal", "orchard",
     ];
-    let ids = t.with_db(move |db| {
+    t.with_db(move |db| {
         db.write_blocking(|c| {
             let user = db::users::by_email(c, email)?.expect("the user").id;
             let mut ids = Vec::new();
-            for k in 0..DOCUMENTS {
+            for k in from..to {
                 let chunks: Vec<String> = (0..3)
                     .map(|j| {
                         let mut text = format!("volume{k:04} part {j}:");
@@ -457,7 +436,34 @@ async fn the_index_build_runs_in_a_child_that_ends_with_the_server() {
             Ok(ids)
         })
         .unwrap()
-    });
+    })
+}
+
+/// Documents left for a first start's index build: enough that the build process is still
+/// at work for a second or more after it is seen, far longer than the test takes to kill
+/// the server once it sees it.
+const DOCUMENTS: usize = 4_000;
+
+#[tokio::test]
+async fn the_index_build_runs_in_a_child_that_ends_with_the_server() {
+    if postgres::skip("the documents search index is SQLite's") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let t = Target::new(&data);
+    let email = "library@example.test";
+    t.cli(&[
+        "admin",
+        "create-user",
+        "--create-data-dir",
+        "--email",
+        email,
+    ]);
+    let token = t.cli(&["admin", "issue-token", "--email", email]);
+    // Stored as the pipeline leaves a completed text document, while nothing serves: the
+    // first start finds them all queued and no index.
+    let ids = seed_documents(&t, email, 0, DOCUMENTS);
     let serve = |port: u16| {
         Proc::spawn(
             Command::new(env!("CARGO_BIN_EXE_genied"))
@@ -562,5 +568,33 @@ async fn the_index_build_runs_in_a_child_that_ends_with_the_server() {
         .map(|r| r["document_id"].as_str().unwrap())
         .collect();
     assert_eq!(found, vec![ids[k].as_str(); 3], "{data}");
+
+    // As many again stored while it serves (an import): that backlog goes to a child too.
+    let more = seed_documents(&t, email, DOCUMENTS, 2 * DOCUMENTS);
+    let built = format!("chunks={}", 6 * DOCUMENTS);
+    let end = Instant::now() + 3 * DEADLINE;
+    while !log.text().contains(&built) {
+        assert!(
+            Instant::now() < end,
+            "the backlog's build was not reported:\n{}",
+            log.text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let k = 2 * DOCUMENTS - 1;
+    let data = envelope(
+        &base,
+        &token,
+        json!({"resource": "knowledge-base", "action": "search",
+               "data": {"query": format!("volume{k:04}")}}),
+    )
+    .await;
+    let found: Vec<&str> = data["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["document_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, vec![more[DOCUMENTS - 1].as_str(); 3], "{data}");
     stop(&mut p);
 }
