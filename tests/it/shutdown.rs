@@ -137,6 +137,23 @@ async fn search(base: &str, token: &str, term: &str) -> Vec<i64> {
         .collect()
 }
 
+/// The documents (one entry per chunk) a knowledge-base search for `volume<k>` finds.
+async fn found(base: &str, token: &str, k: usize) -> Vec<String> {
+    let data = envelope(
+        base,
+        token,
+        json!({"resource": "knowledge-base", "action": "search",
+               "data": {"query": format!("volume{k:04}")}}),
+    )
+    .await;
+    data["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["document_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// SIGTERM and wait for the exit; the status must be a clean one.
 fn stop(p: &mut Proc) -> Duration {
     let t = Instant::now();
@@ -539,62 +556,34 @@ async fn the_index_build_runs_in_a_child_that_ends_with_the_server() {
     wait_ready(&mut p, &base).await;
     // All of the index's chunks; the documents it indexed are those the stopped build left.
     let built = format!("chunks={}", 3 * DOCUMENTS);
-    let end = Instant::now() + 3 * DEADLINE;
-    while !log.text().contains("built in a process of its own") {
-        assert!(
-            Instant::now() < end,
-            "the build was not reported:\n{}",
-            log.text()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let reported = async |line: &str| {
+        let end = Instant::now() + 3 * DEADLINE;
+        while !log.text().contains(line) {
+            assert!(
+                Instant::now() < end,
+                "{line:?} was not logged:\n{}",
+                log.text()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    reported("built in a process of its own").await;
     let text = log.text();
     assert!(text.contains(&built), "{built} not in:\n{text}");
     assert!(!text.contains("the build process failed"), "{text}");
     assert_eq!(builders(), Vec::<i32>::new());
     assert_eq!(t.count("SELECT COUNT(*) FROM document_search_queue"), 0);
     let k = DOCUMENTS - 1;
-    let data = envelope(
-        &base,
-        &token,
-        json!({"resource": "knowledge-base", "action": "search",
-               "data": {"query": format!("volume{k:04}")}}),
-    )
-    .await;
-    let found: Vec<&str> = data["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["document_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(found, vec![ids[k].as_str(); 3], "{data}");
+    assert_eq!(found(&base, &token, k).await, vec![ids[k].clone(); 3]);
 
     // As many again stored while it serves (an import): that backlog goes to a child too.
     let more = seed_documents(&t, email, DOCUMENTS, 2 * DOCUMENTS);
     let built = format!("chunks={}", 6 * DOCUMENTS);
-    let end = Instant::now() + 3 * DEADLINE;
-    while !log.text().contains(&built) {
-        assert!(
-            Instant::now() < end,
-            "the backlog's build was not reported:\n{}",
-            log.text()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    reported(&built).await;
     let k = 2 * DOCUMENTS - 1;
-    let data = envelope(
-        &base,
-        &token,
-        json!({"resource": "knowledge-base", "action": "search",
-               "data": {"query": format!("volume{k:04}")}}),
-    )
-    .await;
-    let found: Vec<&str> = data["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["document_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(found, vec![more[DOCUMENTS - 1].as_str(); 3], "{data}");
+    assert_eq!(
+        found(&base, &token, k).await,
+        vec![more[DOCUMENTS - 1].clone(); 3]
+    );
     stop(&mut p);
 }
