@@ -40,6 +40,9 @@ fn init_logging(
         }
     };
     // A macro, not a value: each subscriber stack below gives the layer a different type.
+    // The lines are `telemetry::logs`'s: `tracing_subscriber`'s formats, with the request a
+    // line is written in shown as the request's span was.
+    use genied::telemetry::logs::Lines;
     macro_rules! fmt {
         () => {
             tracing_subscriber::fmt::layer()
@@ -56,21 +59,22 @@ fn init_logging(
                 .with(
                     fmt!()
                         .json()
-                        .with_current_span(true)
-                        .with_span_list(false)
+                        .event_format(Lines::json())
                         .with_filter(filter),
                 )
                 .init(),
-            LogFormat::Text => registry.with(fmt!().with_filter(filter)).init(),
+            LogFormat::Text => registry
+                .with(fmt!().event_format(Lines::text()).with_filter(filter))
+                .init(),
         }
         return;
     }
     let registry = tracing_subscriber::registry().with(filter);
     match log_format {
         LogFormat::Json => registry
-            .with(fmt!().json().with_current_span(true).with_span_list(false))
+            .with(fmt!().json().event_format(Lines::json()))
             .init(),
-        LogFormat::Text => registry.with(fmt!()).init(),
+        LogFormat::Text => registry.with(fmt!().event_format(Lines::text())).init(),
     }
 }
 

@@ -756,14 +756,15 @@ impl Lite {
         } else {
             tracing::Span::current()
         };
+        let request = crate::telemetry::context::current();
         // The closure may use the runtime (as it could under `spawn_blocking`).
         let rt = tokio::runtime::Handle::try_current().ok();
         let job: Job = Box::new(move |c: Result<&Transaction, ApiError>| {
             let _rt = rt.as_ref().map(tokio::runtime::Handle::enter);
             let out = match c {
-                Ok(c) => {
+                Ok(c) => crate::telemetry::context::within(request, || {
                     span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(&Connection::sqlite(c)))))
-                }
+                }),
                 Err(e) => Ok(Err(e)),
             };
             let ok = matches!(out, Ok(Ok(_)));
@@ -1105,8 +1106,8 @@ impl Drop for EndRead<'_> {
     }
 }
 
-/// `spawn_blocking` that keeps the caller's tracing span and re-raises a panic on the async
-/// side, where the panic layer turns it into a 500 envelope.
+/// `spawn_blocking` that keeps the caller's tracing span and request (`telemetry::context`)
+/// and re-raises a panic on the async side, where the panic layer turns it into a 500 envelope.
 pub async fn run_blocking<T, F>(f: F) -> ApiResult<T>
 where
     T: Send + 'static,
@@ -1123,10 +1124,11 @@ where
     F: FnOnce() -> ApiResult<T> + Send + 'static,
 {
     let span = tracing::Span::current();
+    let request = crate::telemetry::context::current();
     let rt = tokio::runtime::Handle::try_current().ok();
     let job = pool.spawn_blocking(move || {
         let _rt = rt.as_ref().map(tokio::runtime::Handle::enter);
-        span.in_scope(f)
+        crate::telemetry::context::within(request, || span.in_scope(f))
     });
     match job.await {
         Ok(r) => r,

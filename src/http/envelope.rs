@@ -1,6 +1,7 @@
 //! `POST /v1`: decode the envelope, authenticate, rate-limit, dispatch, and render
 //! `{success: true, data}`. The REST adapter builds the same `Envelope` and calls `execute`.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 
 use axum::body::Bytes;
@@ -277,9 +278,17 @@ async fn run(
         id: env.id,
         data: env.data,
     };
-    let span = tracing::Span::current();
-    span.record("resource", resource);
-    span.record("action", req.action.as_str());
+    if crate::telemetry::trace::enabled() {
+        let span = tracing::Span::current();
+        span.record("resource", resource);
+        span.record("action", req.action.as_str());
+    } else {
+        let action = match named.action {
+            Some(a) => Cow::Borrowed(a.name),
+            None => Cow::Owned(req.action.clone()),
+        };
+        crate::telemetry::context::name(resource, action);
+    }
     let Some(epoch) = again.epoch else {
         return Ok(api::dispatch_to(&ctx, named.action, &req)
             .await?

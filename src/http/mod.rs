@@ -71,10 +71,15 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(middleware::from_fn(in_flight))
                 .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+                    // The span is the request's trace, made only while traces are exported;
+                    // otherwise a log line learns its request from `in_flight`'s context.
+                    if !crate::telemetry::trace::enabled() {
+                        return tracing::Span::none();
+                    }
                     let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
-                    // `resource` and `action` are filled in by the envelope handler: one span a
-                    // request, not one per layer, since each costs an allocation on the hot path.
+                    // `resource` and `action` are filled in by the envelope handler.
                     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path(), resource = tracing::field::Empty, action = tracing::field::Empty, status = tracing::field::Empty);
                     crate::telemetry::trace::adopt_parent(&span, req.headers());
                     span
@@ -88,8 +93,7 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
                 .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
                     ApiError::internal("a handler panicked").into_response()
                 }))
-                .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
-                .layer(middleware::from_fn(count_in_flight)),
+                .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout)),
         );
     // Only with metrics on: off, a request pays nothing for them.
     if metrics {
@@ -99,10 +103,20 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
     }
 }
 
-/// Counts the request in `telemetry::load` until its answer is made (or it is dropped).
-async fn count_in_flight(req: axum::extract::Request, next: middleware::Next) -> Response {
+/// Counts the request in `telemetry::load` until its answer is made (or it is dropped),
+/// and serves it as a `telemetry::context` request: the log lines written meanwhile, from
+/// the layers inside this one (the panic catcher's, the failure log) down to the handler's,
+/// carry its id, method, path and, once named, resource and action. While traces are
+/// exported the request's span does that instead.
+async fn in_flight(req: axum::extract::Request, next: middleware::Next) -> Response {
+    use crate::telemetry::context;
     let _counted = crate::telemetry::load::Request::begin();
-    next.run(req).await
+    if crate::telemetry::trace::enabled() {
+        return next.run(req).await;
+    }
+    let c =
+        context::RequestContext::new(req.headers().get("x-request-id"), req.method(), req.uri());
+    context::scope(c, next.run(req)).await
 }
 
 /// Ready when the database takes a write and the job worker is not stalled

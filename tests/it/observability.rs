@@ -1336,3 +1336,126 @@ async fn the_in_flight_gauge_counts_a_request_until_it_ends_or_is_abandoned() {
     drop(sock);
     wait_for(0.0).await;
 }
+
+/// Log lines written inside a request carry it (`telemetry::context`; no span a request
+/// while traces are not exported): its id, method, path, resource and action, in either log
+/// format, from the real binary. The genie create's `event` line (debug) is written on the
+/// request's own task once its write committed.
+#[tokio::test]
+async fn log_lines_carry_the_request_they_were_written_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let password = "Log-lines-pass-9d2e";
+    cli(
+        &data,
+        &[
+            "admin",
+            "create-user",
+            "--email",
+            "l@example.test",
+            "--password",
+            password,
+        ],
+    );
+    for format in ["json", "text"] {
+        let (port, log_path) = (free_port(), dir.path().join(format!("{format}.log")));
+        let log = std::fs::File::create(&log_path).unwrap();
+        let mut p = Proc::spawn(
+            Command::new(env!("CARGO_BIN_EXE_genied"))
+                .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+                .args(["--log-level", "genied=debug", "--log-format", format])
+                .arg("--data-dir")
+                .arg(&data)
+                .envs(own_database(&data))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log),
+        );
+        let base = format!("http://127.0.0.1:{port}");
+        wait_ready(&mut p, &base).await;
+        let http = reqwest::Client::new();
+        let login: Value = http
+            .post(format!("{base}/v1/auth/login"))
+            .json(&json!({"email": "l@example.test", "password": password}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let token = login["data"]["access_token"].as_str().unwrap();
+        let id = format!("req-log-{format}");
+        let r = http
+            .post(format!("{base}/v1"))
+            .bearer_auth(token)
+            .header("x-request-id", &id)
+            .json(
+                &json!({"resource": "genies", "action": "create", "data": {"genieName": "Logged"}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        assert_eq!(r.headers()["x-request-id"], id.as_str());
+        let line = crate::common::wait_until("the request's event line in the log", async || {
+            let text = std::fs::read_to_string(&log_path).unwrap();
+            let found = text
+                .lines()
+                .find(|l| l.contains(&id) && l.contains("event"));
+            found.map(str::to_string)
+        })
+        .await;
+        if format == "json" {
+            let line: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(line["level"], "DEBUG", "{line}");
+            assert_eq!(line["fields"]["message"], "event", "{line}");
+            assert_eq!(line["fields"]["event"], "genie.created", "{line}");
+            assert_eq!(
+                line["span"],
+                json!({"request_id": id, "method": "POST", "path": "/v1",
+                       "resource": "genies", "action": "create", "name": "request"}),
+                "{line}"
+            );
+        } else {
+            let want = format!(
+                "DEBUG request{{request_id={id} method=POST path=/v1 resource=\"genies\" \
+                 action=\"create\"}}: genied::events: event event=genie.created"
+            );
+            assert!(line.contains(&want), "{line}\nwanted: {want}");
+        }
+        // A line outside any request has no request: the listener's, at start.
+        let text = std::fs::read_to_string(&log_path).unwrap();
+        let listening = text.lines().find(|l| l.contains("listening")).unwrap();
+        assert!(!listening.contains("request"), "{listening}");
+        p.signal(nix::sys::signal::Signal::SIGTERM);
+        p.wait(DEADLINE);
+    }
+}
+
+/// Work a request hands to another thread keeps its request for the log: a read on a read
+/// thread, a write on the writer thread or on the request's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_goes_with_its_reads_and_writes_to_their_threads() {
+    use genied::telemetry::context::{self, RequestContext};
+    let dir = tempfile::tempdir().unwrap();
+    let db = genied::db::Db::open_with(&dir.path().join("genied.db"), Some(1)).unwrap();
+    let seen = || Ok(context::current().map(|c| (c.id().to_string(), c.path().to_string())));
+    let id = axum::http::HeaderValue::from_static("req-threads");
+    let c = RequestContext::new(
+        Some(&id),
+        &axum::http::Method::GET,
+        &"/v1/leads".parse().unwrap(),
+    );
+    let want = Some(("req-threads".to_string(), "/v1/leads".to_string()));
+    let (read, write, in_turn) = context::scope(c, async {
+        (
+            db.read(move |_| seen()).await.unwrap(),
+            db.write(move |_| seen()).await.unwrap(),
+            db.write_in_turn(move |_| seen()).await.unwrap(),
+        )
+    })
+    .await;
+    assert_eq!(read, want);
+    assert_eq!(write, want);
+    assert_eq!(in_turn, want);
+    assert_eq!(db.read(move |_| seen()).await.unwrap(), None);
+}
