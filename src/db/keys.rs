@@ -59,7 +59,12 @@ pub fn value(id: &str) -> Value {
 /// The id of a stored form (see [`Key`]).
 pub fn text(b: &[u8]) -> String {
     match <[u8; 16]>::try_from(b) {
-        Ok(u) => uuid::Uuid::from_bytes(u).hyphenated().to_string(),
+        // Encoded into a buffer, then copied once: `to_string` goes through `Display`,
+        // growing its string as it writes (this runs for every id of every row read).
+        Ok(u) => {
+            let mut buf = uuid::Uuid::encode_buffer();
+            (*uuid::Uuid::from_bytes(u).hyphenated().encode_lower(&mut buf)).to_owned()
+        }
         Err(_) => String::from_utf8_lossy(b).into_owned(),
     }
 }

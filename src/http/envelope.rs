@@ -270,7 +270,7 @@ async fn run(
     let ctx = Ctx {
         app: app.clone(),
         principal,
-        ip: Some(ip.to_string()),
+        ip: Some(ip),
     };
     let req = ActionRequest {
         resource,
