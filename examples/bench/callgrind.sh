@@ -11,6 +11,8 @@
 #   SCENARIOS="create gupdate" N=500 KEEP=/tmp/cg examples/bench/callgrind.sh
 #   GENIED=/path/to/other/genied examples/bench/callgrind.sh    # another build, same script
 #
+# LOG_LEVEL (default warn) is the server's `--log-level`; `info`, `serve`'s default, counts
+# what a request's log context costs as the service runs out of the box.
 # KEEP keeps the dumps (open them with callgrind_annotate or kcachegrind). For line-level
 # detail build with `CARGO_PROFILE_RELEASE_STRIP=false CARGO_PROFILE_RELEASE_DEBUG=line-tables-only`.
 # Needs valgrind, curl and python3.
@@ -18,7 +20,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 REL=${CARGO_TARGET_DIR:-$ROOT/target}/release
 GENIED=${GENIED:-$REL/genied} BENCH=$REL/examples/bench
-N=${N:-300} TOP=${TOP:-30}
+N=${N:-300} TOP=${TOP:-30} LOG_LEVEL=${LOG_LEVEL:-warn}
 SCENARIOS=${SCENARIOS:-create update gupdate get}
 PORT=${PORT:-18293}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/genied-callgrind.XXXXXX")
@@ -37,7 +39,7 @@ wait_ready() { # generous: valgrind starts the server some 50 times slower
   echo "server not ready after 300 s" >&2; exit 1
 }
 serve() { # [wrapper...]: the server in the background on the set-up directory
-  "$@" "$GENIED" --data-dir "$GD" --log-level warn serve --listen "127.0.0.1:$PORT" \
+  "$@" "$GENIED" --data-dir "$GD" --log-level "$LOG_LEVEL" serve --listen "127.0.0.1:$PORT" \
     --rate-limit-per-minute 0 --session-rate-limit-per-minute 0 >"$WORK/serve.log" 2>&1 &
   PID=$!
   wait_ready
