@@ -63,7 +63,10 @@ pub fn text(b: &[u8]) -> String {
         // growing its string as it writes (this runs for every id of every row read).
         Ok(u) => {
             let mut buf = uuid::Uuid::encode_buffer();
-            (*uuid::Uuid::from_bytes(u).hyphenated().encode_lower(&mut buf)).to_owned()
+            (*uuid::Uuid::from_bytes(u)
+                .hyphenated()
+                .encode_lower(&mut buf))
+            .to_owned()
         }
         Err(_) => String::from_utf8_lossy(b).into_owned(),
     }
