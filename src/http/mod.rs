@@ -14,6 +14,9 @@ pub mod rest;
 pub mod server;
 pub mod upload;
 
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, State};
@@ -71,10 +74,10 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-                .layer(middleware::from_fn(in_flight))
+                .layer(InFlightLayer)
                 .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
                     // The span is the request's trace, made only while traces are exported;
-                    // otherwise a log line learns its request from `in_flight`'s context.
+                    // otherwise a log line learns its request from `InFlightLayer`'s context.
                     if !crate::telemetry::trace::enabled() {
                         return tracing::Span::none();
                     }
@@ -89,7 +92,7 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
                     }
                 }))
                 .layer(PropagateRequestIdLayer::x_request_id())
-                .layer(middleware::map_response(fix_envelope))
+                .layer(tower::util::AndThenLayer::new(fix_envelope))
                 .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
                     ApiError::internal("a handler panicked").into_response()
                 }))
@@ -103,20 +106,64 @@ pub fn router(app: AppState, extra: Router<AppState>) -> Router {
     }
 }
 
-/// Counts the request in `telemetry::load` until its answer is made (or it is dropped),
-/// and serves it as a `telemetry::context` request: the log lines written meanwhile, from
-/// the layers inside this one (the panic catcher's, the failure log) down to the handler's,
-/// carry its id, method, path and, once named, resource and action. While traces are
-/// exported the request's span does that instead.
-async fn in_flight(req: axum::extract::Request, next: middleware::Next) -> Response {
-    use crate::telemetry::context;
-    let _counted = crate::telemetry::load::Request::begin();
-    if crate::telemetry::trace::enabled() {
-        return next.run(req).await;
+/// The layer that counts each request in `telemetry::load` until its answer is made (or it
+/// is dropped), and serves it as a `telemetry::context` request: the log lines written
+/// meanwhile, from the layers inside this one (the panic catcher's, the failure log) down to
+/// the handler's, carry its id, method, path and, once named, resource and action. While
+/// traces are exported the request's span does that instead. A `tower` layer rather than
+/// `middleware::from_fn`, which boxes the inner service and its future for every request.
+#[derive(Clone, Copy)]
+struct InFlightLayer;
+
+impl<S> tower::Layer<S> for InFlightLayer {
+    type Service = InFlight<S>;
+    fn layer(&self, inner: S) -> InFlight<S> {
+        InFlight(inner)
     }
-    let c =
-        context::RequestContext::new(req.headers().get("x-request-id"), req.method(), req.uri());
-    context::scope(c, next.run(req)).await
+}
+
+#[derive(Clone)]
+struct InFlight<S>(S);
+
+impl<S, B> tower::Service<Request<B>> for InFlight<S>
+where
+    S: tower::Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Counted<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        use crate::telemetry::context::{self, RequestContext};
+        let counted = crate::telemetry::load::Request::begin();
+        let request = (!crate::telemetry::trace::enabled()).then(|| {
+            RequestContext::new(req.headers().get("x-request-id"), req.method(), req.uri())
+        });
+        Counted {
+            _counted: counted,
+            inner: context::scope(request, self.0.call(req)),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request's future, counted in flight while it lives.
+    struct Counted<F> {
+        _counted: crate::telemetry::load::Request,
+        #[pin]
+        inner: crate::telemetry::context::Scoped<F>,
+    }
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.project().inner.poll(cx)
+    }
 }
 
 /// Ready when the database takes a write and the job worker is not stalled
@@ -173,31 +220,43 @@ async fn ready(app: &AppState) -> Result<(), ApiError> {
     }
 }
 
-/// Any error response that is not already JSON becomes the envelope for its status.
-async fn fix_envelope<B>(resp: Response<B>) -> Response
+/// The future of `fix_envelope`: ready at once for a response that needs no fixing (nearly
+/// all), boxed only for one whose body must be read first.
+type Fixed = futures_util::future::Either<
+    std::future::Ready<Result<Response, Infallible>>,
+    futures_util::future::BoxFuture<'static, Result<Response, Infallible>>,
+>;
+
+/// Any error response that is not already JSON becomes the envelope for its status. Run by
+/// `tower`'s `and_then` rather than `middleware::map_response`, which boxes every request's
+/// future to allow for the rare response that needs an `await`.
+fn fix_envelope<B>(resp: Response<B>) -> Fixed
 where
     B: axum::body::HttpBody<Data = axum::body::Bytes> + Send + 'static,
     B::Error: Into<axum::BoxError>,
 {
+    use futures_util::future::Either;
     let resp = resp.map(axum::body::Body::new);
     // The public genie page (`/g/{slug}`) answers browsers with HTML, its 404 included.
     if resp.extensions().get::<public_page::KeepBody>().is_some() {
-        return resp;
+        return Either::Left(std::future::ready(Ok(resp)));
     }
     let status = resp.status();
     let is_json = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if (status.is_client_error() || status.is_server_error()) && !is_json {
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return Either::Left(std::future::ready(Ok(resp)));
+    }
+    Either::Right(Box::pin(async move {
         let allow = resp.headers().get(header::ALLOW).cloned();
         let mut fixed = crate::api::error::rejection(status, rejection_text(resp).await);
         if let Some(allow) = allow {
             fixed.headers_mut().insert(header::ALLOW, allow);
         }
-        return fixed;
-    }
-    resp
+        Ok(fixed)
+    }))
 }
 
 /// The reason axum gave for refusing a request (its extractor rejections answer 4xx with

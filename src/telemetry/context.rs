@@ -15,8 +15,12 @@ use std::sync::{Arc, OnceLock};
 use axum::http::{HeaderValue, Method, Uri};
 
 tokio::task_local! {
-    static REQUEST: Arc<RequestContext>;
+    // `None` inside a request served with a span (traces exported), or in a test's scope.
+    static REQUEST: Option<Arc<RequestContext>>;
 }
+
+/// A future run as a request (`scope`).
+pub type Scoped<F> = tokio::task::futures::TaskLocalFuture<Option<Arc<RequestContext>>, F>;
 
 /// What a log line says of the request it was written in.
 #[derive(Debug)]
@@ -57,32 +61,32 @@ impl RequestContext {
 }
 
 /// Runs `f` as the request `context`: log lines written while it is polled say so.
-pub async fn scope<F: Future>(context: Arc<RequestContext>, f: F) -> F::Output {
-    REQUEST.scope(context, f).await
+pub fn scope<F: Future>(context: Option<Arc<RequestContext>>, f: F) -> Scoped<F> {
+    REQUEST.scope(context, f)
 }
 
 /// The request being served here, to hand to another thread with the work (`within`).
 pub fn current() -> Option<Arc<RequestContext>> {
-    REQUEST.try_with(Arc::clone).ok()
+    REQUEST.try_with(Clone::clone).ok().flatten()
 }
 
 /// Runs `f` as the request `context` (from `current`), on whatever thread this is.
 pub fn within<R>(context: Option<Arc<RequestContext>>, f: impl FnOnce() -> R) -> R {
     match context {
-        Some(c) => REQUEST.sync_scope(c, f),
+        Some(c) => REQUEST.sync_scope(Some(c), f),
         None => f(),
     }
 }
 
 /// Records the resource and action of the request being served (the first naming stays).
 pub fn name(resource: &'static str, action: Cow<'static, str>) {
-    let _ = REQUEST.try_with(|c| c.names.set((resource, action)));
+    let _ = REQUEST.try_with(|c| c.as_ref().map(|c| c.names.set((resource, action))));
 }
 
 /// `f` with the request being served, if any (the log formatter).
 pub fn with<R>(f: impl FnOnce(Option<&RequestContext>) -> R) -> R {
     let mut f = Some(f);
-    match REQUEST.try_with(|c| (f.take().expect("called once"))(Some(c))) {
+    match REQUEST.try_with(|c| (f.take().expect("called once"))(c.as_deref())) {
         Ok(r) => r,
         Err(_) => (f.take().expect("not called"))(None),
     }
@@ -100,7 +104,7 @@ mod tests {
         let id = HeaderValue::from_static("req-1");
         let c = RequestContext::new(Some(&id), &Method::POST, &"/v1?x=1".parse().unwrap());
         assert!(current().is_none());
-        let seen = rt.block_on(scope(c, async {
+        let seen = rt.block_on(scope(Some(c), async {
             name("leads", Cow::Borrowed("get"));
             name("genies", Cow::Borrowed("ignored"));
             let here = current().expect("in scope");

@@ -247,7 +247,7 @@ mod tests {
             .unwrap();
         let id = HeaderValue::from_static("req-7");
         let c = RequestContext::new(Some(&id), &Method::POST, &"/v1".parse().unwrap());
-        rt.block_on(context::scope(c, async {
+        rt.block_on(context::scope(Some(c), async {
             context::name("leads", Cow::Borrowed("get"));
             tracing::error!(error = "boom", "inside");
             tracing::info_span!("job", kind = "k").in_scope(|| tracing::info!("nested"));

@@ -1446,7 +1446,7 @@ async fn a_request_goes_with_its_reads_and_writes_to_their_threads() {
         &"/v1/leads".parse().unwrap(),
     );
     let want = Some(("req-threads".to_string(), "/v1/leads".to_string()));
-    let (read, write, in_turn) = context::scope(c, async {
+    let (read, write, in_turn) = context::scope(Some(c), async {
         (
             db.read(move |_| seen()).await.unwrap(),
             db.write(move |_| seen()).await.unwrap(),
