@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use axum::http::{HeaderValue, Method, Uri};
 
 tokio::task_local! {
-    // `None` inside a request served with a span (traces exported), or in a test's scope.
+    // `None` inside a request served with a span instead (traces exported).
     static REQUEST: Option<Arc<RequestContext>>;
 }
 
