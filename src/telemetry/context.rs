@@ -65,7 +65,8 @@ pub fn scope<F: Future>(context: Option<Arc<RequestContext>>, f: F) -> Scoped<F>
     REQUEST.scope(context, f)
 }
 
-/// The request being served here, to hand to another thread with the work (`within`).
+/// The request being served here: to hand to another thread with the work (`within`), and
+/// for the log formatter (a line logged costs it one reference count).
 pub fn current() -> Option<Arc<RequestContext>> {
     REQUEST.try_with(Clone::clone).ok().flatten()
 }
@@ -81,15 +82,6 @@ pub fn within<R>(context: Option<Arc<RequestContext>>, f: impl FnOnce() -> R) ->
 /// Records the resource and action of the request being served (the first naming stays).
 pub fn name(resource: &'static str, action: Cow<'static, str>) {
     let _ = REQUEST.try_with(|c| c.as_ref().map(|c| c.names.set((resource, action))));
-}
-
-/// `f` with the request being served, if any (the log formatter).
-pub fn with<R>(f: impl FnOnce(Option<&RequestContext>) -> R) -> R {
-    let mut f = Some(f);
-    match REQUEST.try_with(|c| (f.take().expect("called once"))(c.as_deref())) {
-        Ok(r) => r,
-        Err(_) => (f.take().expect("not called"))(None),
-    }
 }
 
 #[cfg(test)]
@@ -110,15 +102,13 @@ mod tests {
             let here = current().expect("in scope");
             std::thread::spawn(move || {
                 within(Some(here), || {
-                    with(|c| {
-                        let c = c.expect("handed over");
-                        (
-                            c.id().to_string(),
-                            c.method().to_string(),
-                            c.path().to_string(),
-                            c.names().map(|(r, a)| (r, a.to_string())),
-                        )
-                    })
+                    let c = current().expect("handed over");
+                    (
+                        c.id().to_string(),
+                        c.method().to_string(),
+                        c.path().to_string(),
+                        c.names().map(|(r, a)| (r, a.to_string())),
+                    )
                 })
             })
             .join()
@@ -133,6 +123,6 @@ mod tests {
                 Some(("leads", "get".into()))
             )
         );
-        assert!(with(|c| c.is_none()));
+        assert!(current().is_none());
     }
 }

@@ -48,13 +48,12 @@ where
         w: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        context::with(|request| {
-            if self.json {
-                json_line(ctx, w, event, request)
-            } else {
-                text_line(ctx, w, event, request)
-            }
-        })
+        let request = context::current();
+        if self.json {
+            json_line(ctx, w, event, request.as_deref())
+        } else {
+            text_line(ctx, w, event, request.as_deref())
+        }
     }
 }
 
