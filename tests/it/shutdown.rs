@@ -59,6 +59,19 @@ impl Target {
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
+    /// Makes the data directory with one user of `email` and returns a session token of
+    /// theirs.
+    fn user(&self, email: &str) -> String {
+        self.cli(&[
+            "admin",
+            "create-user",
+            "--create-data-dir",
+            "--email",
+            email,
+        ]);
+        self.cli(&["admin", "issue-token", "--email", email])
+    }
+
     fn serve(&self, port: u16) -> Proc {
         Proc::spawn(
             Command::new(env!("CARGO_BIN_EXE_genied"))
@@ -174,14 +187,7 @@ async fn sigterm_does_not_wait_for_the_search_backlog() {
     let dir = tempfile::tempdir().unwrap();
     let t = Target::new(&dir.path().join("data"));
     let email = "backlog@example.test";
-    t.cli(&[
-        "admin",
-        "create-user",
-        "--create-data-dir",
-        "--email",
-        email,
-    ]);
-    let token = t.cli(&["admin", "issue-token", "--email", email]);
+    let token = t.user(email);
 
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
@@ -347,14 +353,7 @@ async fn a_clean_stop_leaves_no_wal_for_the_next_start_to_read() {
     let dir = tempfile::tempdir().unwrap();
     let t = Target::new(&dir.path().join("data"));
     let email = "wal@example.test";
-    t.cli(&[
-        "admin",
-        "create-user",
-        "--create-data-dir",
-        "--email",
-        email,
-    ]);
-    let token = t.cli(&["admin", "issue-token", "--email", email]);
+    let token = t.user(email);
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut p = t.serve(port);
@@ -470,14 +469,7 @@ async fn the_index_build_runs_in_a_child_that_ends_with_the_server() {
     let data = dir.path().join("data");
     let t = Target::new(&data);
     let email = "library@example.test";
-    t.cli(&[
-        "admin",
-        "create-user",
-        "--create-data-dir",
-        "--email",
-        email,
-    ]);
-    let token = t.cli(&["admin", "issue-token", "--email", email]);
+    let token = t.user(email);
     // Stored as the pipeline leaves a completed text document, while nothing serves: the
     // first start finds them all queued and no index.
     let ids = seed_documents(&t, email, 0, DOCUMENTS);
